@@ -1,0 +1,29 @@
+# Set-up and checks. Every target creates .venv and installs the package when needed.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+test: $(STAMP)
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m pytest tests
+
+lint: $(STAMP)
+	$(BIN)/python -m ruff check .
+
+bench: $(STAMP)
+	$(BIN)/python bench/call_overhead.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,177 @@
+"""XlaBuilder: records ops with their inferred shapes and builds an XlaComputation.
+
+Every op goes through `_emit(opdef, operands, attrs)`, which runs the op's
+shape rule from the registry; MLIR is produced only by `build()`
+(`builder.emit`). Methods generated from the registry are attached in
+`builder.methods`. Imports `dialect`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..dialect.errors import ShapeError
+from ..dialect.registry import OpDef, lookup
+from ..dialect.shapes import PrimitiveType, Shape, dtype_of, type_of
+from .xla_op import XlaOp
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_UIDS = itertools.count()
+
+
+def user_location() -> tuple[str, int] | None:
+    """File and line of the innermost caller outside this package."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_PACKAGE_DIR) or "/tests/" in filename:
+            return filename, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def _python_scalar_type(value: Any) -> PrimitiveType | None:
+    if isinstance(value, np.generic):
+        return None
+    if isinstance(value, bool):
+        return PrimitiveType.PRED
+    if isinstance(value, int):
+        return PrimitiveType.S32
+    if isinstance(value, float):
+        return PrimitiveType.F32
+    if isinstance(value, complex):
+        return PrimitiveType.C64
+    return None
+
+
+class XlaBuilder:
+    """Builds one computation: `parameter`, `constant`, the ops, then `build`."""
+
+    def __init__(self, name: str = "main") -> None:
+        if not isinstance(name, str) or not name:
+            raise ShapeError("XlaBuilder", [], f"the name must be a non-empty string, got {name!r}")
+        self.name = name
+        self.parameters: dict[int, XlaOp] = {}
+        self.ops: list[XlaOp] = []
+        self._built = False
+
+    def __repr__(self) -> str:
+        return f"XlaBuilder({self.name!r}, {len(self.ops)} ops)"
+
+    def _next_uid(self) -> int:
+        return next(_UIDS)
+
+    # -- graph recording -------------------------------------------------------------------
+
+    def _check_operand(self, op_name: str, operand: Any) -> XlaOp:
+        if not isinstance(operand, XlaOp):
+            raise ShapeError(op_name, [], f"expected an XlaOp operand, got {type(operand).__name__}")
+        if operand.builder is not self:
+            raise ShapeError(op_name, [operand.shape],
+                             f"operand {operand!r} belongs to builder {operand.builder.name!r}, "
+                             f"not {self.name!r} (computations are closed)")
+        return operand
+
+    def _emit(self, opdef: OpDef | str, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
+              ) -> XlaOp:
+        """Run the op's shape rule and record it; the only way ops enter a computation."""
+        if isinstance(opdef, str):
+            opdef = lookup(opdef)
+        attrs = dict(attrs or {})
+        args: list[Any] = []
+        shapes: list[Any] = []
+        for spec, operand in zip(opdef.operands, operands, strict=True):
+            if spec.variadic:
+                group = tuple(self._check_operand(opdef.name, o) for o in operand)
+                args.append(group)
+                shapes.append(tuple(o.shape for o in group))
+            else:
+                op = self._check_operand(opdef.name, operand)
+                args.append(op)
+                shapes.append(op.shape)
+        shape = opdef.infer(*shapes, **attrs)
+        op = XlaOp(self, shape, opdef=opdef, operands=tuple(args), attrs=attrs,
+                   location=user_location())
+        self.ops.append(op)
+        return op
+
+    def _as_op(self, value: Any, like: XlaOp | None = None) -> XlaOp:
+        """An XlaOp as is; a Python or numpy scalar as a constant of `like`'s element type."""
+        if isinstance(value, XlaOp):
+            return value
+        if like is not None and like.shape.is_array() and np.ndim(value) == 0:
+            return self.constant(np.asarray(value).astype(like.shape.dtype))
+        return self.constant(value)
+
+    # -- parameters and constants ---------------------------------------------------------
+
+    def parameter(self, number: int, shape: Shape, name: str = "") -> XlaOp:
+        if not isinstance(number, (int, np.integer)) or isinstance(number, bool) or number < 0:
+            raise ShapeError("parameter", [], f"the parameter number must be an int >= 0, got {number!r}")
+        if not isinstance(shape, Shape):
+            raise ShapeError("parameter", [], f"expected an xm.Shape, got {type(shape).__name__}")
+        if int(number) in self.parameters:
+            raise ShapeError("parameter", [shape], f"parameter number {number} is already defined")
+        op = XlaOp(self, shape, parameter_number=int(number), parameter_name=name,
+                   location=user_location())
+        self.parameters[int(number)] = op
+        self.ops.append(op)
+        return op
+
+    def constant(self, value: Any) -> XlaOp:
+        """A literal: numpy values keep their dtype; bool/int/float/complex become
+        PRED/S32/F32/C64; a Python tuple becomes a tuple constant."""
+        if isinstance(value, tuple):
+            return self.tuple([self.constant(v) for v in value])
+        scalar_type = _python_scalar_type(value)
+        if scalar_type is not None:
+            array = np.asarray(value)
+            if scalar_type == PrimitiveType.S32 and not -(2**31) <= value < 2**31:
+                raise ShapeError("constant", [], f"the Python int {value} does not fit in s32; "
+                                 "pass a numpy scalar of a wider type")
+            array = array.astype(dtype_of(scalar_type))
+        else:
+            array = np.asarray(value)
+        try:
+            element_type = type_of(array.dtype)
+        except ShapeError:
+            raise ShapeError("constant", [],
+                             f"no XLA element type for a value of dtype {array.dtype}") from None
+        shape = Shape.array(element_type, array.shape)
+        op = XlaOp(self, shape, opdef=lookup("constant"), operands=(),
+                   attrs={"value": array.copy(), "shape": shape}, location=user_location())
+        self.ops.append(op)
+        return op
+
+    # -- tuples ------------------------------------------------------------------------------
+
+    def tuple(self, elements: Sequence[XlaOp]) -> XlaOp:
+        return self._emit("tuple", [list(elements)])
+
+    def get_tuple_element(self, tuple_data: XlaOp, index: int) -> XlaOp:
+        tuple_data = self._check_operand("get_tuple_element", tuple_data)
+        if tuple_data.opdef is not None and tuple_data.opdef.name == "tuple":
+            # Direct forwarding keeps the graph small; the shape rule still runs.
+            lookup("get_tuple_element").infer(tuple_data.shape, index=index)
+            return tuple_data.operands[0][index]
+        return self._emit("get_tuple_element", [tuple_data], {"index": int(index)})
+
+    # -- building ----------------------------------------------------------------------------
+
+    def build(self, root: XlaOp | Sequence[XlaOp] | None = None) -> Any:
+        from .computation import XlaComputation
+
+        if isinstance(root, (list, tuple)):
+            root = self.tuple(list(root))
+        if root is None:
+            if not self.ops:
+                raise ShapeError("build", [], f"builder {self.name!r} has no ops to return")
+            root = self.ops[-1]
+        root = self._check_operand("build", root)
+        return XlaComputation.from_builder(self, root)

@@ -1,0 +1,188 @@
+"""Emission of a recorded graph as an MLIR module in the xhlo dialect.
+
+Each op becomes one `Operation.create` of its registry entry; each
+computation becomes a `func.func` whose arguments are the parameters (a
+non-default layout is kept as the argument attribute `xhlo.layout`).
+Sub-computations become private functions of the same module. Imports
+`dialect`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+from mlir import ir
+from mlir.dialects import func
+
+from ..dialect.attributes import to_mlir
+from ..dialect.errors import ShapeError
+from ..dialect.irdl import OPERAND_SEGMENTS, RESULT_SEGMENTS, new_context, segment_runs
+from ..dialect.registry import ELEMENTS
+from ..dialect.shapes import Shape, to_mlir_type_text
+from .xla_op import XlaOp
+
+if TYPE_CHECKING:
+    from .builder import XlaBuilder
+
+LAYOUT_ATTR = "xhlo.layout"
+
+
+class _TypeCache:
+    def __init__(self) -> None:
+        self.types: dict[Shape, ir.Type] = {}
+
+    def __call__(self, shape: Shape) -> ir.Type:
+        key = shape.with_default_layout() if shape.is_array() else shape
+        t = self.types.get(key)
+        if t is None:
+            t = self.types[key] = ir.Type.parse(to_mlir_type_text(shape))
+        return t
+
+
+def _location(op: XlaOp) -> ir.Location:
+    name = op.opdef.name if op.opdef else f"parameter{op.parameter_number}"
+    if op.location is None:
+        return ir.Location.name(name)
+    filename, line = op.location
+    return ir.Location.name(name, childLoc=ir.Location.file(filename, line, 0))
+
+
+def _topological(root: XlaOp) -> list[XlaOp]:
+    order: list[XlaOp] = []
+    seen: set[int] = set()
+    stack: list[tuple[XlaOp, bool]] = [(root, False)]
+    while stack:
+        op, expanded = stack.pop()
+        if expanded:
+            order.append(op)
+            continue
+        if op.uid in seen:
+            continue
+        seen.add(op.uid)
+        stack.append((op, True))
+        for operand in reversed(_inputs(op)):
+            if operand.uid not in seen:
+                stack.append((operand, False))
+    return order
+
+
+def _inputs(op: XlaOp) -> list[XlaOp]:
+    if op.source is not None:
+        return [op.source]
+    flat: list[XlaOp] = []
+    for operand in op.operands:
+        flat.extend(operand if isinstance(operand, tuple) else (operand,))
+    return flat
+
+
+def check_parameters(builder: XlaBuilder) -> list[XlaOp]:
+    numbers = sorted(builder.parameters)
+    if numbers != list(range(len(numbers))):
+        raise ShapeError("build", [], f"parameter numbers of {builder.name!r} must be 0..n-1 "
+                         f"without gaps, got {numbers}")
+    return [builder.parameters[n] for n in numbers]
+
+
+class ModuleEmitter:
+    """Emits one entry computation and its sub-computations into a fresh module."""
+
+    def __init__(self) -> None:
+        self.context = new_context()
+        self.types = _TypeCache()
+        with self.context, ir.Location.unknown():
+            self.module = ir.Module.create()
+        self.symbols: dict[int, str] = {}  # id of a sub-computation -> its symbol name
+
+    def emit_function(self, name: str, params: list[XlaOp], root: XlaOp, *,
+                      private: bool = False) -> None:
+        with self.context, ir.Location.unknown(), ir.InsertionPoint(self.module.body):
+            arg_types = [self.types(p.shape) for p in params]
+            result_type = self.types(root.shape)
+            f = func.FuncOp(name, ir.FunctionType.get(arg_types, [result_type]))
+            if private:
+                f.attributes["sym_visibility"] = ir.StringAttr.get("private")
+            self._set_layout_attrs(f, params, root)
+            block = f.add_entry_block()
+            values: dict[int, ir.Value] = {p.uid: block.arguments[i] for i, p in enumerate(params)}
+            with ir.InsertionPoint(block):
+                for op in _topological(root):
+                    if op.uid in values:
+                        continue
+                    if op.parameter_number is not None:
+                        raise ShapeError("build", [op.shape], f"parameter {op.parameter_number} "
+                                         f"of builder {op.builder.name!r} is used by a computation "
+                                         "it does not belong to")
+                    values[op.uid] = self._emit_op(op, values)
+                func.ReturnOp([values[root.uid]])
+
+    def _set_layout_attrs(self, f: Any, params: list[XlaOp], root: XlaOp) -> None:
+        def layout_dict(shape: Shape) -> ir.Attribute:
+            if shape.is_array() and not shape.has_default_layout():
+                mtm = ir.DenseI64ArrayAttr.get(list(shape.layout.minor_to_major))
+                return ir.DictAttr.get({LAYOUT_ATTR: mtm})
+            return ir.DictAttr.get({})
+
+        if any(p.shape.is_array() and not p.shape.has_default_layout() for p in params):
+            f.arg_attrs = ir.ArrayAttr.get([layout_dict(p.shape) for p in params])
+        if root.shape.is_array() and not root.shape.has_default_layout():
+            f.result_attrs = ir.ArrayAttr.get([layout_dict(root.shape)])
+
+    def _emit_op(self, op: XlaOp, values: dict[int, ir.Value]) -> ir.Value:
+        if op.source is not None:
+            # The index-th result of a multi-result op.
+            return values[op.source.uid].owner.results[op.index]
+        opdef = op.opdef
+        assert opdef is not None
+        operands: list[ir.Value] = []
+        attributes: dict[str, ir.Attribute] = {}
+        segments: list[int] = []
+        for spec, operand in zip(opdef.operands, op.operands):
+            if spec.variadic:
+                group = [values[o.uid] for o in operand]
+                operands.extend(group)
+                segments.extend(self._runs(op, [v.type for v in group]))
+            else:
+                operands.append(values[operand.uid])
+                segments.append(1)
+        if any(spec.variadic for spec in opdef.operands):
+            attributes[OPERAND_SEGMENTS] = ir.DenseI32ArrayAttr.get(segments)
+        for attr_name, kind in opdef.attrs.items():
+            shape = op.shape if kind is ELEMENTS else None
+            attributes[attr_name] = to_mlir(kind, op.attrs[attr_name], shape)
+        for comp_name in opdef.computations:
+            attributes[comp_name] = ir.FlatSymbolRefAttr.get(self.computation_symbol(op.attrs[comp_name]))
+        if opdef.results is None:
+            result_types = [self.types(s) for s in op.shape.tuple_shapes]
+            attributes[RESULT_SEGMENTS] = ir.DenseI32ArrayAttr.get(self._runs(op, result_types))
+        else:
+            result_types = [self.types(op.shape)]
+        created = ir.Operation.create(opdef.full_name, results=result_types, operands=operands,
+                                      attributes=attributes, loc=_location(op))
+        return created.results[0]
+
+    def _runs(self, op: XlaOp, types: list[ir.Type]) -> list[int]:
+        try:
+            return segment_runs(types)
+        except ValueError as e:
+            raise ShapeError(op.opdef.name if op.opdef else "op", [], str(e)) from None
+
+    def computation_symbol(self, computation: Any) -> str:
+        """The private function holding `computation`, emitted on first use."""
+        key = id(computation)
+        if key in self.symbols:
+            return self.symbols[key]
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in computation.name) or "comp"
+        existing = {str(op.attributes["sym_name"]).strip('"') for op in self.module.body.operations}
+        name = base
+        for i in itertools.count(1):
+            if name not in existing and name != "main":
+                break
+            name = f"{base}_{i}"
+        self.symbols[key] = name
+        computation.emit_into(self, name)
+        return name
+
+    def text(self) -> str:
+        self.module.operation.verify()
+        return str(self.module)

@@ -1,0 +1,145 @@
+"""The entry function's boundary in destination-passing style.
+
+`main(tensors...) -> tensor | tuple` becomes `main(memrefs in..., memrefs out...)`:
+every leaf array of every parameter (tuples are flattened) is a memref the
+runtime fills from numpy without a copy (`bufferization.to_tensor restrict`),
+and every leaf of the result is written into a numpy-allocated memref
+(`bufferization.materialize_in_destination`). A non-default layout becomes a
+static strided memref layout. Imports `dialect` and `lowering.framework`.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import bufferization, func
+
+from ..dialect.irdl import OPERAND_SEGMENTS, segment_runs
+from ..dialect.shapes import Shape
+from .framework import cast, shape_of, signless_type
+
+LAYOUT_ATTR = "xhlo.layout"
+
+
+def memref_type(shape: Shape, minor_to_major: tuple[int, ...] | None = None) -> ir.Type:
+    tensor = ir.RankedTensorType(signless_type(ir.Type.parse(_tensor_text(shape))))
+    if minor_to_major is None or list(minor_to_major) == list(range(shape.rank - 1, -1, -1)):
+        return ir.MemRefType.get(list(shape.dimensions), tensor.element_type)
+    strides = [0] * shape.rank
+    step = 1
+    for d in minor_to_major:
+        strides[d] = step
+        step *= shape.dimensions[d]
+    layout = ir.Attribute.parse(f"strided<[{', '.join(map(str, strides))}]>")
+    return ir.MemRefType.get(list(shape.dimensions), tensor.element_type, layout)
+
+
+def _tensor_text(shape: Shape) -> str:
+    from ..dialect.shapes import to_mlir_type_text
+
+    return to_mlir_type_text(shape)
+
+
+def _layouts(attrs: ir.Attribute | None, count: int) -> list[tuple[int, ...] | None]:
+    if attrs is None:
+        return [None] * count
+    result: list[tuple[int, ...] | None] = []
+    for d in ir.ArrayAttr(attrs):
+        entry = ir.DictAttr(d)
+        result.append(tuple(ir.DenseI64ArrayAttr(entry[LAYOUT_ATTR])) if LAYOUT_ATTR in entry else None)
+    return result
+
+
+def _make_tuple(values: list[ir.Value], tuple_type: ir.Type) -> ir.Value:
+    segments = segment_runs([v.type for v in values])
+    return ir.Operation.create(
+        "xhlo.tuple", results=[tuple_type], operands=values,
+        attributes={OPERAND_SEGMENTS: ir.DenseI32ArrayAttr.get(segments)}).results[0]
+
+
+def _gte(value: ir.Value, index: int, result_type: ir.Type) -> ir.Value:
+    attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), index)
+    return ir.Operation.create("xhlo.get_tuple_element", results=[result_type], operands=[value],
+                               attributes={"index": attr}).results[0]
+
+
+def _leaves(value: ir.Value) -> list[ir.Value]:
+    """The array leaves of a (possibly tuple) value, looking through xhlo.tuple ops."""
+    if not isinstance(value.type, ir.TupleType) and not str(value.type).startswith("tuple<"):
+        return [value]
+    owner = value.owner
+    if not isinstance(owner, ir.Block) and owner.operation.name == "xhlo.tuple":
+        elements = list(owner.operation.operands)
+    else:
+        tuple_type = ir.TupleType(value.type)
+        elements = [_gte(value, i, tuple_type.get_type(i)) for i in range(tuple_type.num_types)]
+    return [leaf for e in elements for leaf in _leaves(e)]
+
+
+def rewrite_entry(f: func.FuncOp) -> list[Shape]:
+    """Rewrite `f` in place to the destination-passing boundary; returns the leaf shapes
+    of its results, in order."""
+    block = f.entry_block
+    old_args = list(block.arguments)
+    arg_layouts = _layouts(f.arg_attrs if "arg_attrs" in f.attributes else None, len(old_args))
+    result_attrs = f.result_attrs if "res_attrs" in f.attributes else None
+    result_layouts = _layouts(result_attrs, 1)
+    new_inputs: list[ir.Type] = []
+    first_op = block.operations[0] if len(block.operations) else None
+    with ir.InsertionPoint(first_op) if first_op is not None else ir.InsertionPoint(block):
+        for arg, layout in zip(old_args, arg_layouts):
+            arg_shape = shape_of(arg)
+            leaves = arg_shape.flatten() if arg_shape.is_tuple() else [arg_shape]
+            tensors = []
+            for leaf in leaves:
+                mtype = memref_type(leaf, layout if not arg_shape.is_tuple() else None)
+                new_inputs.append(mtype)
+                memref = block.add_argument(mtype, arg.location)
+                tensor_type = signless_type(ir.Type.parse(_tensor_text(leaf)))
+                loaded = bufferization.to_tensor(tensor_type, memref, restrict=True)
+                tensors.append(cast(loaded, ir.Type.parse(_tensor_text(leaf))))
+            replacement = tensors[0] if not arg_shape.is_tuple() else _rebuild(tensors, arg.type)
+            arg.replace_all_uses_with(replacement)
+    ret = block.operations[len(block.operations) - 1]
+    result_leaves: list[Shape] = []
+    new_outputs: list[ir.Type] = []
+    with ir.InsertionPoint(ret):
+        values = [leaf for v in ret.operands for leaf in _leaves(v)]
+        for value in values:
+            leaf = shape_of(value)
+            layout = result_layouts[0] if len(values) == 1 else None
+            mtype = memref_type(leaf, layout)
+            new_outputs.append(mtype)
+            result_leaves.append(leaf if layout is None else leaf.with_layout(layout))
+            out = block.add_argument(mtype, value.location)
+            bufferization.materialize_in_destination(
+                None, cast(value, signless_type(value.type)), out, restrict=True, writable=True)
+        func.ReturnOp([])
+    ret.erase()
+    for _ in old_args:
+        block.erase_argument(0)
+    f.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(new_inputs + new_outputs, []))
+    for name in ("arg_attrs", "res_attrs"):
+        if name in f.attributes:
+            del f.attributes[name]
+    f.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+    return result_leaves
+
+
+def _rebuild(leaves: list[ir.Value], tuple_type: ir.Type) -> ir.Value:
+    """The nested tuple of `tuple_type` built from its leaves, in order."""
+    it = iter(leaves)
+
+    def build(t: ir.Type) -> ir.Value:
+        if not str(t).startswith("tuple<"):
+            return next(it)
+        tt = ir.TupleType(t)
+        return _make_tuple([build(tt.get_type(i)) for i in range(tt.num_types)], t)
+
+    return build(tuple_type)
+
+
+def result_leaf_shapes(result: Shape) -> list[Shape]:
+    """The arrays the entry point writes, in order, with the layouts it writes them in."""
+    if not result.is_tuple():
+        return [result]
+    return [leaf.with_default_layout() for leaf in result.flatten()]

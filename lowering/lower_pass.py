@@ -1,0 +1,50 @@
+"""The Python-defined pass that lowers the xhlo dialect: entry boundary, then patterns.
+
+Imports `dialect` and the lowering modules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import func
+from mlir.rewrite import GreedyRewriteConfig, apply_patterns_and_fold_greedily
+
+from ..dialect.registry import DIALECT
+from . import core, elementwise  # noqa: F401  (register their lowerings)
+from .boundary import rewrite_entry
+from .framework import pattern_set
+
+ENTRY = "main"
+
+
+def _entry(module_op: ir.Operation) -> Any:
+    for op in module_op.regions[0].blocks[0].operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == ENTRY:
+            return op
+    raise ValueError(f"the module has no function @{ENTRY}")
+
+
+def _remaining_ops(module_op: ir.Operation) -> list[str]:
+    found: list[str] = []
+
+    def visit(op: Any) -> ir.WalkResult:
+        if op.name.startswith(DIALECT + "."):
+            found.append(f"{op.name} at {op.location}")
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    return found
+
+
+def lower_xhlo(op: Any, pass_: Any) -> None:
+    """Rewrite `main` to the destination-passing boundary and lower every xhlo op."""
+    entry = _entry(op)
+    rewrite_entry(func.FuncOp(entry.operation) if not isinstance(entry, func.FuncOp) else entry)
+    config = GreedyRewriteConfig()
+    config.max_iterations = 64
+    apply_patterns_and_fold_greedily(op, pattern_set(op.context), config)
+    left = _remaining_ops(op)
+    if left:
+        raise RuntimeError("ops left unlowered: " + "; ".join(left[:5]))

@@ -1,0 +1,195 @@
+"""Pipeline: ordered, named stages of passes from the xhlo dialect down to LLVM.
+
+Each stage is a list of pass specs: an upstream textual pass pipeline or a
+Python callable `(op, pass_) -> None`. Running a pipeline keeps the module
+text after every stage. Imports `dialect` and the lowering modules.
+"""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from mlir import ir
+from mlir.passmanager import PassManager
+
+from ..dialect.errors import CompileError
+from .lower_pass import lower_xhlo
+
+PassSpec = str | Callable[[Any, Any], None]
+
+# Each stage with a line saying why each pass is there.
+DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
+    ("hlo", []),  # the module as built (or as given to compile_mlir)
+    ("linalg", [
+        lower_xhlo,  # our ops -> linalg/tensor/arith/math/complex (Python patterns)
+        "canonicalize",  # folds the signless<->unsigned casts the patterns leave in pairs
+        "cse",
+    ]),
+    ("fused", [
+        "linalg-fuse-elementwise-ops",  # chains of elementwise generics -> one loop nest
+        "canonicalize",
+        "cse",
+    ]),
+    ("bufferized", [
+        "eliminate-empty-tensors",  # results are computed straight into the output buffers
+        "empty-tensor-to-alloc-tensor",
+        "one-shot-bufferize{bufferize-function-boundaries "
+        "function-boundary-type-conversion=identity-layout-map}",
+        "canonicalize",
+        "buffer-deallocation-pipeline",  # frees temporaries the computation allocated
+        "convert-bufferization-to-memref",  # else a bufferization.clone survives
+    ]),
+    ("vectorized", [
+        "func.func(convert-linalg-to-affine-loops)",
+        "func.func(affine-loop-fusion)",  # keeps producer/consumer loops of one shape together
+        "func.func(affine-super-vectorize{virtual-vector-size=16})",  # AVX-512 lanes of f32
+        "canonicalize",
+    ]),
+    ("loops", [
+        "lower-affine",
+        "convert-vector-to-scf",
+        "convert-scf-to-cf",
+        "canonicalize",
+    ]),
+    ("llvm", [
+        "convert-complex-to-standard",  # complex division/abs with the overflow-safe algorithms
+        "convert-vector-to-llvm",
+        "expand-strided-metadata",  # before lower-affine: it creates affine.apply
+        "lower-affine",
+        "arith-expand",
+        "convert-math-to-llvm",  # math ops with LLVM intrinsics
+        "convert-math-to-libm",  # the rest (tanh, erf, cbrt, atan2...) call libm
+        "finalize-memref-to-llvm",
+        "convert-complex-to-llvm",
+        "convert-arith-to-llvm",
+        "convert-index-to-llvm",
+        "convert-cf-to-llvm",
+        "convert-func-to-llvm",
+        "convert-ub-to-llvm",
+        "reconcile-unrealized-casts",
+    ]),
+]
+
+
+def _describe(spec: PassSpec) -> str:
+    return spec if isinstance(spec, str) else getattr(spec, "__name__", repr(spec))
+
+
+class Pipeline:
+    """Ordered named stages; the insert/replace methods change it in place and chain."""
+
+    def __init__(self, stages: list[tuple[str, list[PassSpec]]]) -> None:
+        self._stages = [(name, list(passes)) for name, passes in stages]
+
+    @classmethod
+    def default(cls) -> Pipeline:
+        return cls(copy.copy(DEFAULT_STAGES))
+
+    @property
+    def stage_names(self) -> list[str]:
+        return [name for name, _ in self._stages]
+
+    def passes(self, stage: str) -> list[PassSpec]:
+        return list(self._stages[self._index(stage)][1])
+
+    def _index(self, stage: str) -> int:
+        for i, (name, _) in enumerate(self._stages):
+            if name == stage:
+                return i
+        raise KeyError(f"no stage named {stage!r}; stages are {self.stage_names}")
+
+    def insert_after(self, stage: str, passes: PassSpec) -> Pipeline:
+        """Append `passes` to the end of `stage`."""
+        self._stages[self._index(stage)][1].append(passes)
+        return self
+
+    def insert_before(self, stage: str, passes: PassSpec) -> Pipeline:
+        """Put `passes` at the start of `stage`."""
+        self._stages[self._index(stage)][1].insert(0, passes)
+        return self
+
+    def replace(self, stage: str, passes: PassSpec | list[PassSpec]) -> Pipeline:
+        """Make `passes` the whole of `stage`."""
+        self._stages[self._index(stage)] = (stage, list(passes) if isinstance(passes, list) else [passes])
+        return self
+
+    def fingerprint(self) -> tuple:
+        """A hashable description (callables by identity) for the compile cache."""
+        return tuple((name, tuple(p if isinstance(p, str) else id(p) for p in passes))
+                     for name, passes in self._stages)
+
+    def __repr__(self) -> str:
+        body = "; ".join(f"{n}: {', '.join(_describe(p) for p in ps)}" for n, ps in self._stages)
+        return f"Pipeline({body})"
+
+    def run(self, module: ir.Module) -> dict[str, str]:
+        """Run every stage on `module` in place; the text after each stage, by stage name."""
+        stages: dict[str, str] = {}
+        for name, passes in self._stages:
+            for spec in passes:
+                _run_one(module, name, spec)
+            stages[name] = str(module)
+        return stages
+
+
+def _run_one(module: ir.Module, stage: str, spec: PassSpec) -> None:
+    context = module.context
+    failure: list[BaseException] = []
+    diagnostics: list[str] = []
+
+    def collect(d: Any) -> bool:
+        diagnostics.append(f"{d.location}: {d.message}")
+        for note in d.notes:
+            diagnostics.append(f"  note: {note.location}: {note.message}")
+        return True
+
+    before = None
+    try:
+        pm = PassManager("builtin.module", context=context)
+        if isinstance(spec, str):
+            pipeline_text = spec
+            try:
+                pm = PassManager.parse(f"builtin.module({spec})", context=context)
+            except Exception as e:  # noqa: BLE001 - the binding raises ValueError/MLIRError
+                raise CompileError(f"stage {stage!r}: cannot parse pass pipeline {spec!r}: {e}",
+                                   stage, str(e)) from None
+        else:
+            pipeline_text = _describe(spec)
+            pm.add(_guarded(spec, failure), name=f"py-{pipeline_text}")
+        before = str(module)
+        handler = context.attach_diagnostic_handler(collect)
+        try:
+            pm.run(module.operation)
+        finally:
+            handler.detach()
+    except CompileError:
+        raise
+    except Exception as e:  # noqa: BLE001 - MLIRError or a Python pass's error
+        cause = failure[0] if failure else e
+        message = "\n".join(diagnostics) or str(e)
+        repro = ""
+        if isinstance(spec, str):
+            repro = (f"\nreproduce with: mlir-opt --pass-pipeline={shlex.quote(f'builtin.module({spec})')}"
+                     " stage_input.mlir")
+        raise CompileError(f"stage {stage!r}, pass {pipeline_text!r} failed:\n{message}{repro}",
+                           stage, message) from cause
+    if failure:
+        raise CompileError(f"stage {stage!r}, Python pass {pipeline_text!r} failed: {failure[0]!r}",
+                           stage, str(failure[0])) from failure[0]
+    del before
+
+
+def _guarded(fn: Callable[[Any, Any], None], failure: list[BaseException]) -> Callable[[Any, Any], None]:
+    """A Python pass whose exception becomes a pass failure (the binding would print it)."""
+
+    def run(op: Any, pass_: Any) -> None:
+        try:
+            fn(op, pass_)
+        except BaseException as e:  # noqa: BLE001 - re-raised as CompileError by the caller
+            failure.append(e)
+            pass_.signal_pass_failure()
+
+    return run

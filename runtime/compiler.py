@@ -1,0 +1,91 @@
+"""compile / compile_mlir: parse, verify, run the pipeline, JIT with the ExecutionEngine.
+
+Compiled executables are cached by (module text, pipeline, replicas) in an LRU
+of `CACHE_SIZE` entries. Each compile uses a fresh MLIR context, released with
+the module once the engine holds the machine code. Imports `dialect`,
+`lowering` and `runtime`.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+from typing import Any
+
+from mlir import ir
+from mlir.execution_engine import ExecutionEngine
+
+from ..dialect.errors import CompileError, ShapeError
+from ..dialect.irdl import new_context
+from ..dialect.verify import program_shape_of, verify_module
+from ..lowering.pipeline import Pipeline
+from .executable import Executable
+
+CACHE_SIZE = 128
+_cache: collections.OrderedDict[Any, Executable] = collections.OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def runtime_libraries() -> list[str]:
+    """The MLIR runner-utils libraries shipped in the MLIR wheels."""
+    import mlir
+
+    lib = os.path.join(list(mlir.__path__)[0], "lib")
+    names = ["libmlir_c_runner_utils.so"]
+    return [os.path.join(lib, n) for n in names if os.path.exists(os.path.join(lib, n))]
+
+
+def compile(computation: Any, pipeline: Pipeline | None = None, num_replicas: int = 1) -> Executable:  # noqa: A001
+    """Compile an XlaComputation to an Executable."""
+    text = computation.as_mlir_text() if hasattr(computation, "as_mlir_text") else None
+    if text is None:
+        raise ShapeError("compile", [], f"expected an XlaComputation, got {type(computation).__name__}")
+    return compile_mlir(text, pipeline, num_replicas, name=computation.name)
+
+
+def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int = 1,
+                 name: str = "main") -> Executable:
+    """Compile a module in the xhlo dialect given as MLIR text; `main` is the entry point."""
+    pipeline = pipeline or Pipeline.default()
+    if not isinstance(num_replicas, int) or num_replicas < 1:
+        raise CompileError(f"num_replicas must be an int >= 1, got {num_replicas!r}")
+    key = (text, pipeline.fingerprint(), num_replicas)
+    with _cache_lock:
+        cached = _cache.get(key)
+        if cached is not None:
+            _cache.move_to_end(key)
+            return cached
+    executable = _compile_uncached(text, pipeline, num_replicas, name)
+    with _cache_lock:
+        _cache[key] = executable
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return executable
+
+
+def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: str) -> Executable:
+    context = new_context()
+    with context, ir.Location.unknown():
+        try:
+            module = ir.Module.parse(text)
+        except Exception as e:  # noqa: BLE001 - MLIRError from the parser
+            raise CompileError(f"cannot parse the module: {e}", "hlo", str(e)) from None
+        verify_module(module)
+        parameter_shapes, result_shape = program_shape_of(module)
+        stages = pipeline.run(module)
+        from ..lowering.boundary import result_leaf_shapes
+
+        result_leaves = result_leaf_shapes(result_shape)
+        try:
+            engine = ExecutionEngine(module, opt_level=3, shared_libs=runtime_libraries())
+        except Exception as e:  # noqa: BLE001
+            raise CompileError(f"JIT compilation failed: {e}", "jit", str(e)) from None
+    return Executable(name=name, engine=engine, parameter_shapes=parameter_shapes,
+                      result_shape=result_shape, result_leaves=result_leaves, stages=stages,
+                      num_replicas=num_replicas)
+
+
+def clear_cache() -> None:
+    with _cache_lock:
+        _cache.clear()

@@ -1,0 +1,1003 @@
+"""NumPy reference implementations of XLA's elementwise operation semantics.
+
+One function per dialect op, named exactly like the op (StableHLO spelling;
+`not_`, `and_`, `or_` because the plain words are Python keywords). Inputs are
+numpy arrays of one shape (broadcasting already applied) and of the op's
+element type; the result is the expected array with XLA's result element type.
+Where numpy and XLA disagree, these functions follow XLA. Every non-obvious
+choice cites its source: a seed (`../shared/seeds/NNN`), a row of
+`../shared/SEMANTICS.md`, the StableHLO spec, or XLA's CPU code generator
+(`xla/service/elemental_ir_emitter.cc`, "XLA:CPU" below).
+
+Floating-point results are computed in float64 (or complex128) and rounded
+once to the result type. For + - * / sqrt fmod that is exactly XLA's IEEE
+result (float64 has more than 2p+2 bits for f32/f16/bf16, so the double
+rounding is innocuous); for transcendental functions it is the correctly
+rounded value up to libm's error, and tests compare those with a tolerance.
+
+Also here: `DTYPES` (XLA type name -> numpy dtype), `EDGE_VALUES` and
+`values()` for test inputs. Imports numpy and ml_dtypes only, never xlamlir,
+so the reference can be checked on its own (`python tests/reference.py`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+DTYPES: dict[str, np.dtype] = {
+    "pred": np.dtype(np.bool_),
+    "s8": np.dtype(np.int8),
+    "s16": np.dtype(np.int16),
+    "s32": np.dtype(np.int32),
+    "s64": np.dtype(np.int64),
+    "u8": np.dtype(np.uint8),
+    "u16": np.dtype(np.uint16),
+    "u32": np.dtype(np.uint32),
+    "u64": np.dtype(np.uint64),
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "c64": np.dtype(np.complex64),
+    "c128": np.dtype(np.complex128),
+}
+_NAMES = {dt: name for name, dt in DTYPES.items()}
+
+# (precision p including the implicit bit, minimum normal exponent, maximum exponent)
+_FLOAT_FORMAT = {"f16": (11, -14, 15), "bf16": (8, -126, 127), "f32": (24, -126, 127),
+                 "f64": (53, -1022, 1023)}
+# explicit mantissa bits, as EmitReducePrecisionIR counts them
+_MANTISSA_BITS = {"f16": 10, "bf16": 7, "f32": 23, "f64": 52}
+_COMPONENT = {"c64": "f32", "c128": "f64"}
+_COMPLEX_OF = {"f32": "c64", "f64": "c128"}
+
+
+# ---------------------------------------------------------------- type helpers
+
+def name_of(dtype) -> str:
+    """XLA type name ('f32', 'bf16', ...) of a numpy dtype or array."""
+    dt = dtype.dtype if isinstance(dtype, np.ndarray) else np.dtype(dtype)
+    return _NAMES[dt]
+
+
+def kind_of(name_or_dtype) -> str:
+    """One of 'pred', 'sint', 'uint', 'float', 'complex'."""
+    name = name_or_dtype if isinstance(name_or_dtype, str) else name_of(name_or_dtype)
+    if name == "pred":
+        return "pred"
+    return {"s": "sint", "u": "uint", "f": "float", "b": "float", "c": "complex"}[name[0]]
+
+
+def bit_width(name: str) -> int:
+    return 8 if name == "pred" else DTYPES[name].itemsize * 8
+
+
+def _uint(name: str) -> np.dtype:
+    return np.dtype(f"uint{bit_width(name)}")
+
+
+def _sint(name: str) -> np.dtype:
+    return np.dtype(f"int{bit_width(name)}")
+
+
+def finfo(name: str):
+    return ml_dtypes.finfo(DTYPES[name])
+
+
+def _f64(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x).astype(np.float64)
+
+
+def _dtype_name(dtype) -> str:
+    if isinstance(dtype, str):
+        return dtype
+    return name_of(dtype)
+
+
+def round_float(y, name: str) -> np.ndarray:
+    """float64 values rounded once (nearest, ties to even) to float type `name`.
+
+    Written out because ml_dtypes converts float64 -> bfloat16 through float32,
+    which rounds twice. Overflow gives inf, underflow gradual (subnormals kept).
+    """
+    y = np.asarray(y, dtype=np.float64)
+    if name == "f64":
+        return y.copy()
+    p, emin, emax = _FLOAT_FORMAT[name]
+    out = y.copy()
+    finite = np.isfinite(y) & (y != 0)
+    a = np.abs(y[finite])
+    _, ex = np.frexp(a)                       # a = m * 2**ex, m in [0.5, 1)
+    e = np.maximum(ex - 1, emin)              # exponent of the leading bit, floored at emin
+    quantum = np.ldexp(1.0, e - (p - 1))
+    with np.errstate(over="ignore"):          # 2^1024 when rounding up past f64's range: inf anyway
+        r = np.rint(a / quantum) * quantum    # exact scaling by a power of two; rint ties to even
+    max_finite = math.ldexp(2.0 - math.ldexp(1.0, 1 - p), emax)
+    r = np.where(r > max_finite, np.inf, r)
+    out[finite] = np.copysign(r, y[finite])
+    with np.errstate(all="ignore"):
+        return out.astype(DTYPES[name])
+
+
+def as_dtype(values, name: str) -> np.ndarray:
+    """Python numbers (or an array) as an array of type `name`, rounding floats once."""
+    kind = kind_of(name)
+    if kind == "float":
+        return round_float(np.asarray(values, dtype=np.float64), name)
+    if kind == "complex":
+        c = np.asarray(values, dtype=np.complex128)
+        return _make_complex(round_float(c.real, _COMPONENT[name]),
+                             round_float(c.imag, _COMPONENT[name]), name)
+    return np.asarray(values).astype(DTYPES[name])
+
+
+def _make_complex(re: np.ndarray, im: np.ndarray, name: str) -> np.ndarray:
+    # Not `re + 1j * im`: 1j * inf is (nan + inf j).
+    out = np.empty(np.shape(re), dtype=DTYPES[name])
+    out.real = re
+    out.imag = im
+    return out
+
+
+def _float_result(y64, like: np.ndarray) -> np.ndarray:
+    """A float64 (or complex128) result rounded to the type of `like`."""
+    name = name_of(like)
+    if kind_of(name) == "complex":
+        y = np.asarray(y64, dtype=np.complex128)
+        comp = _COMPONENT[name]
+        return _make_complex(round_float(y.real, comp), round_float(y.imag, comp), name)
+    return round_float(y64, name)
+
+
+def _c128(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x).astype(np.complex128)
+
+
+# ---------------------------------------------------------------- unary ops
+
+def abs(x: np.ndarray) -> np.ndarray:  # noqa: A001 - named after the dialect op
+    """|x|; complex -> the component type (c64 -> f32).
+
+    Signed ints wrap: abs(INT_MIN) = INT_MIN (SEMANTICS 5.A Abs). -0.0 -> +0.0.
+    Unsigned and pred are rejected by XLA's shape inference (ElementIsSigned)
+    and by StableHLO, so there is no rule for them here.
+    """
+    kind = kind_of(x.dtype)
+    if kind == "complex":
+        return round_float(np.abs(_c128(x)), _COMPONENT[name_of(x)])
+    if kind == "sint":
+        return np.where(x < 0, negate(x), x).astype(x.dtype)
+    return _float_result(np.abs(_f64(x)), x)
+
+
+def negate(x: np.ndarray) -> np.ndarray:
+    """-x; ints wrap modulo 2^n (-INT_MIN = INT_MIN, unsigned -1 = MAX), -(+0.0) = -0.0."""
+    kind = kind_of(x.dtype)
+    if kind in ("sint", "uint"):
+        u = x.view(_uint(name_of(x)))
+        return (np.zeros_like(u) - u).view(x.dtype)
+    if kind == "complex":
+        return _make_complex(-x.real, -x.imag, name_of(x))
+    return _float_result(-_f64(x), x)
+
+
+def sign(x: np.ndarray) -> np.ndarray:
+    """-1/0/+1; floats keep the sign of zero and NaN (seed 001, SEMANTICS D9);
+    unsigned gives 0/1 (SEMANTICS 5.A Sign); complex gives x/|x|, 0 for 0.
+
+    Complex: (re/|x|, im/|x|) componentwise, like XLA:CPU (so inf parts give NaN).
+    """
+    kind = kind_of(x.dtype)
+    if kind == "sint":
+        return np.sign(x).astype(x.dtype)
+    if kind == "uint":
+        return (x != 0).astype(x.dtype)
+    if kind == "complex":
+        z = _c128(x)
+        with np.errstate(all="ignore"):
+            a = np.abs(z)
+            re = np.where(a == 0, 0.0, z.real / a)
+            im = np.where(a == 0, 0.0, z.imag / a)
+        return _float_result(_join(re, im), x)
+    f = _f64(x)
+    # XLA:CPU: copysign(x != 0 ? 1 : 0, x), NaN -> x.
+    r = np.where(np.isnan(f), f, np.copysign((f != 0).astype(np.float64), f))
+    return _float_result(r, x)
+
+
+def _join(re: np.ndarray, im: np.ndarray) -> np.ndarray:
+    return _make_complex(re, im, "c128")
+
+
+def floor(x: np.ndarray) -> np.ndarray:
+    """floor; keeps -0.0 (floor(-0.0) = -0.0), floor(-0.5) = -1."""
+    return _float_result(np.floor(_f64(x)), x)
+
+
+def ceil(x: np.ndarray) -> np.ndarray:
+    """ceil; ceil(-0.5) = -0.0 (SEMANTICS 5.A Ceil)."""
+    return _float_result(np.ceil(_f64(x)), x)
+
+
+def round_nearest_afz(x: np.ndarray) -> np.ndarray:
+    """Round half away from zero: 0.5 -> 1, 2.5 -> 3, -2.5 -> -3 (SEMANTICS 5.A Round).
+
+    Not numpy's np.round (ties to even). The sign of the input is kept, so
+    round(-0.4) = -0.0 (IEEE roundToIntegralTiesToAway, llvm.round).
+    """
+    f = _f64(x)
+    with np.errstate(invalid="ignore"):
+        t = np.trunc(f)
+        frac = f - t                     # exact
+        r = np.where(np.abs(frac) >= 0.5, t + np.copysign(1.0, f), t)
+    return _float_result(np.copysign(r, f), x)
+
+
+def round_nearest_even(x: np.ndarray) -> np.ndarray:
+    """Round half to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -2.5 -> -2; keeps -0.0."""
+    return _float_result(np.rint(_f64(x)), x)
+
+
+def _transcendental(x: np.ndarray, real_fn, complex_fn=None) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        if kind_of(x.dtype) == "complex":
+            return _float_result((complex_fn or real_fn)(_c128(x)), x)
+        return _float_result(real_fn(_f64(x)), x)
+
+
+def exponential(x: np.ndarray) -> np.ndarray:
+    """e^x; overflow -> inf, exp(-inf) = 0."""
+    return _transcendental(x, np.exp)
+
+
+def _complex_expm1(z: np.ndarray) -> np.ndarray:
+    # Accurate near 0: Re = expm1(a)cos(b) - 2 sin^2(b/2), Im = e^a sin(b).
+    a, b = z.real, z.imag
+    re = np.expm1(a) * np.cos(b) - 2.0 * np.sin(b / 2) ** 2
+    return _join(re, np.exp(a) * np.sin(b))
+
+
+def exponential_minus_one(x: np.ndarray) -> np.ndarray:
+    """e^x - 1, accurate near 0: expm1(1e-10) = 1e-10 (SEMANTICS 5.A Expm1)."""
+    return _transcendental(x, np.expm1, _complex_expm1)
+
+
+def log(x: np.ndarray) -> np.ndarray:
+    """ln x; log(+-0) = -inf, log(x < 0) = NaN."""
+    return _transcendental(x, np.log)
+
+
+def _complex_log1p(z: np.ndarray) -> np.ndarray:
+    # XLA:CPU's formula: 0.5 * log1p(a^2 + 2a + b^2) + i atan2(b, a + 1).
+    a, b = z.real, z.imag
+    return _join(0.5 * np.log1p(a * a + 2 * a + b * b), np.arctan2(b, a + 1))
+
+
+def log_plus_one(x: np.ndarray) -> np.ndarray:
+    """ln(1 + x), accurate near 0; log1p(-1) = -inf, log1p(x < -1) = NaN."""
+    return _transcendental(x, np.log1p, _complex_log1p)
+
+
+def _logistic_real(f: np.ndarray) -> np.ndarray:
+    # Stable for large |x|: logistic(-inf) = 0, logistic(+inf) = 1 (SEMANTICS 5.A Logistic).
+    e = np.exp(-np.abs(f))
+    return np.where(f >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def logistic(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + e^-x)."""
+    return _transcendental(x, _logistic_real, lambda z: 1.0 / (1.0 + np.exp(-z)))
+
+
+def sqrt(x: np.ndarray) -> np.ndarray:
+    """Square root; sqrt(-0.0) = -0.0, negative -> NaN. Real results are exact (IEEE)."""
+    return _transcendental(x, np.sqrt)
+
+
+def rsqrt(x: np.ndarray) -> np.ndarray:
+    """1/sqrt(x); rsqrt(+0) = +inf, rsqrt(-0) = -inf (SEMANTICS 5.A Rsqrt), inf -> 0."""
+    return _transcendental(x, lambda f: 1.0 / np.sqrt(f))
+
+
+def _complex_cbrt(z: np.ndarray) -> np.ndarray:
+    # Principal cube root |z|^(1/3) * e^(i arg(z)/3); 0 -> 0 (StableHLO cbrt, XLA:CPU EmitComplexCbrt).
+    r = np.cbrt(np.abs(z))
+    t = np.angle(z) / 3
+    return _join(r * np.cos(t), r * np.sin(t))
+
+
+def cbrt(x: np.ndarray) -> np.ndarray:
+    """Real cube root: cbrt(-8) = -2, no NaN for negatives (SEMANTICS 5.A Cbrt)."""
+    return _transcendental(x, np.cbrt, _complex_cbrt)
+
+
+def sine(x: np.ndarray) -> np.ndarray:
+    """sin; NaN/inf -> NaN, sin(-0.0) = -0.0."""
+    return _transcendental(x, np.sin)
+
+
+def cosine(x: np.ndarray) -> np.ndarray:
+    """cos; NaN/inf -> NaN."""
+    return _transcendental(x, np.cos)
+
+
+def tan(x: np.ndarray) -> np.ndarray:
+    return _transcendental(x, np.tan)
+
+
+def tanh(x: np.ndarray) -> np.ndarray:
+    """tanh; saturates to +-1 for large |x|, tanh(-0.0) = -0.0."""
+    return _transcendental(x, np.tanh)
+
+
+def cosh(x: np.ndarray) -> np.ndarray:
+    """cosh; float only (client-library op in XLA). Overflows to inf only where cosh does."""
+    return _transcendental(x, np.cosh)
+
+
+def atan(x: np.ndarray) -> np.ndarray:
+    """arctan; float only (XLA's client library computes Atan2(x, 1))."""
+    return _transcendental(x, np.arctan)
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """Error function; erf(+-inf) = +-1. Float only (XLA rejects complex Erf)."""
+    if x.size == 0:
+        return x.copy()
+    return _transcendental(x, _erf)
+
+
+def is_finite(x: np.ndarray) -> np.ndarray:
+    """PRED: false for NaN and +-inf (seed 003 IsFinite). Float only."""
+    return np.isfinite(_f64(x))
+
+
+def not_(x: np.ndarray) -> np.ndarray:
+    """Logical not on PRED (not(true) is false, not -2), bitwise not on ints."""
+    if x.dtype == np.bool_:
+        return np.logical_not(x)
+    return np.invert(x)
+
+
+def _per_element_uint(x: np.ndarray, fn) -> np.ndarray:
+    u = x.view(_uint(name_of(x)))
+    vals = [fn(int(v)) for v in u.ravel().tolist()]
+    return np.array(vals, dtype=u.dtype).reshape(x.shape).view(x.dtype)
+
+
+def count_leading_zeros(x: np.ndarray) -> np.ndarray:
+    """Leading zero bits of the two's-complement pattern: clz(0) = width, clz(-1) = 0."""
+    width = bit_width(name_of(x))
+    return _per_element_uint(x, lambda v: width - v.bit_length())
+
+
+def popcnt(x: np.ndarray) -> np.ndarray:
+    """Set bits of the two's-complement pattern: popcnt(s8 -1) = 8."""
+    return _per_element_uint(x, lambda v: v.bit_count())
+
+
+def real(x: np.ndarray) -> np.ndarray:
+    """Real part (c64 -> f32); identity on real floats."""
+    if kind_of(x.dtype) == "complex":
+        return x.real.copy()
+    return x.copy()
+
+
+def imag(x: np.ndarray) -> np.ndarray:
+    """Imaginary part (c64 -> f32); +0 of the same type for real floats (seed 001 Imag)."""
+    if kind_of(x.dtype) == "complex":
+        return x.imag.copy()
+    return np.zeros(x.shape, dtype=x.dtype)
+
+
+# ---------------------------------------------------------------- binary ops
+
+def _wrapping(x: np.ndarray, y: np.ndarray, fn) -> np.ndarray:
+    u = _uint(name_of(x))
+    with np.errstate(all="ignore"):
+        return fn(x.view(u), y.view(u)).astype(u).view(x.dtype)
+
+
+def _float_binary(x: np.ndarray, y: np.ndarray, real_fn, complex_fn=None) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        if kind_of(x.dtype) == "complex":
+            return _float_result((complex_fn or real_fn)(_c128(x), _c128(y)), x)
+        return _float_result(real_fn(_f64(x), _f64(y)), x)
+
+
+def add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x + y; ints wrap; PRED add = OR (XLA:CPU EmitPredBinaryOp: int8 add != 0)."""
+    kind = kind_of(x.dtype)
+    if kind == "pred":
+        return np.logical_or(x, y)
+    if kind in ("sint", "uint"):
+        return _wrapping(x, y, np.add)
+    return _float_binary(x, y, np.add)
+
+
+def subtract(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x - y; ints wrap. PRED is rejected at build time (SEMANTICS 5.X)."""
+    if kind_of(x.dtype) in ("sint", "uint"):
+        return _wrapping(x, y, np.subtract)
+    return _float_binary(x, y, np.subtract)
+
+
+def multiply(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x * y; ints wrap; PRED mul = AND."""
+    kind = kind_of(x.dtype)
+    if kind == "pred":
+        return np.logical_and(x, y)
+    if kind in ("sint", "uint"):
+        return _wrapping(x, y, np.multiply)
+    return _float_binary(x, y, np.multiply)
+
+
+def _int_min(x: np.ndarray):
+    return np.iinfo(x.dtype).min
+
+
+def divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x / y. Ints truncate toward zero (-7/2 = -3). XLA:CPU EmitIntegerDivide:
+    x/0 = -1 (all ones, so MAX for unsigned), INT_MIN/-1 = INT_MIN; never traps.
+    Floats: IEEE (1/0 = inf, 0/0 = NaN)."""
+    kind = kind_of(x.dtype)
+    if kind not in ("sint", "uint"):
+        return _float_binary(x, y, np.divide)
+    zero = y == 0
+    overflow = (x == _int_min(x)) & (y == -1) if kind == "sint" else np.zeros(x.shape, bool)
+    safe_y = np.where(zero | overflow, 1, y).astype(x.dtype)
+    q = np.where(zero | overflow, 0, _trunc_div(x, safe_y)).astype(x.dtype)
+    q = np.where(overflow, x, q)
+    all_ones = np.array(-1).astype(_sint(name_of(x))).view(x.dtype) if kind == "uint" else -1
+    return np.where(zero, all_ones, q).astype(x.dtype)
+
+
+def _trunc_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    # C-style quotient: numpy's // floors, so adjust where the signs differ and it is inexact.
+    q = x // y
+    r = x - q * y
+    fix = (r != 0) & ((x < 0) != (y < 0))
+    return np.where(fix, q + 1, q)
+
+
+def remainder(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Truncated remainder: the sign follows the dividend (-7 rem 2 = -1, 7 rem -2 = 1;
+    C fmod, not Python %). Seeds 000/003/004 and StableHLO; seed 001's "divisor"
+    is a mistranslation (SEMANTICS D1). XLA:CPU EmitIntegerRemainder: x rem 0 = x,
+    INT_MIN rem -1 = 0. Floats: fmod (fmod(-0.0, y) = -0.0, fmod(x, 0) = NaN)."""
+    kind = kind_of(x.dtype)
+    if kind not in ("sint", "uint"):
+        return _float_binary(x, y, np.fmod)
+    zero = y == 0
+    overflow = (x == _int_min(x)) & (y == -1) if kind == "sint" else np.zeros(x.shape, bool)
+    safe_y = np.where(zero | overflow, 1, y).astype(x.dtype)
+    r = np.fmod(x, safe_y)           # numpy's integer fmod is C's %: sign of the dividend
+    return np.where(zero, x, r).astype(x.dtype)
+
+
+def _float_max_min(x: np.ndarray, y: np.ndarray, is_max: bool) -> np.ndarray:
+    # IEEE 754-2019 maximum/minimum: NaN propagates, max(-0, +0) = +0, min(-0, +0) = -0
+    # (SEMANTICS 5.B Max/Min; StableHLO maximum/minimum).
+    f, g = _f64(x), _f64(y)
+    pick_f = (f > g) if is_max else (f < g)
+    tie = f == g
+    zero_pick = np.signbit(g) if is_max else np.signbit(f)   # prefer the +0 (max) / -0 (min)
+    r = np.where(pick_f | (tie & zero_pick), f, g)
+    r = np.where(np.isnan(f) | np.isnan(g), np.nan, r)
+    return _float_result(r, x)
+
+
+def maximum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """max; PRED = OR; unsigned compared unsigned; floats NaN-propagating, max(-0, +0) = +0.
+    Complex is rejected at build time (no XLA:CPU emitter; StableHLO #560)."""
+    kind = kind_of(x.dtype)
+    if kind == "pred":
+        return np.logical_or(x, y)
+    if kind in ("sint", "uint"):
+        return np.maximum(x, y)
+    return _float_max_min(x, y, True)
+
+
+def minimum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """min; PRED = AND; floats NaN-propagating, min(-0, +0) = -0."""
+    kind = kind_of(x.dtype)
+    if kind == "pred":
+        return np.logical_and(x, y)
+    if kind in ("sint", "uint"):
+        return np.minimum(x, y)
+    return _float_max_min(x, y, False)
+
+
+def _int_power(b: int, e: int, width: int) -> int:
+    # SEMANTICS 5.B Pow (XLA:CPU / stablehlo-to-linalg): a negative exponent gives 1 for
+    # base 1, +-1 by parity for base -1, else 0. Otherwise the exact power modulo 2^width
+    # (wraps). Note: XLA:CPU's loop only reads the exponent's low 6 bits, so exponents
+    # >= 64 differ there (pow(3, 64) = 1); the tests keep exponents below 64.
+    if e < 0:
+        if b == 1:
+            return 1
+        if b == -1:
+            return -1 if e % 2 else 1
+        return 0
+    return pow(b, e, 1 << width)
+
+
+def power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x ** y. Floats: C pow (pow(x, 0) = 1 even for NaN, pow(-8, 1/3) = NaN);
+    ints: exact wrapped power, negative exponents as in `_int_power`."""
+    kind = kind_of(x.dtype)
+    if kind not in ("sint", "uint"):
+        return _float_binary(x, y, np.power)
+    width = bit_width(name_of(x))
+    mask = (1 << width) - 1
+    pairs = zip(x.ravel().tolist(), y.ravel().tolist(), strict=True)
+    vals = [_int_power(b, e, width) & mask for b, e in pairs]
+    return np.array(vals, dtype=_uint(name_of(x))).reshape(x.shape).view(x.dtype)
+
+
+def atan2(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """atan2(lhs = y, rhs = x); atan2(+-0, -0) = +-pi, atan2(+-0, +0) = +-0. Float only."""
+    return _float_binary(y, x, np.arctan2)
+
+
+def complex(x: np.ndarray, y: np.ndarray) -> np.ndarray:  # noqa: A001 - the dialect op
+    """lhs = real part, rhs = imaginary part; f32 -> c64, f64 -> c128 (bits kept)."""
+    return _make_complex(x, y, _COMPLEX_OF[name_of(x)])
+
+
+def and_(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Bitwise and on ints, logical and on PRED."""
+    return np.bitwise_and(x, y)
+
+
+def or_(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Bitwise or on ints, logical or on PRED."""
+    return np.bitwise_or(x, y)
+
+
+def xor(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Bitwise xor on ints, logical xor on PRED."""
+    return np.bitwise_xor(x, y)
+
+
+def _shift(x: np.ndarray, y: np.ndarray, kind: str) -> np.ndarray:
+    # XLA:CPU SaturateShiftIfNecessary: the amount is read as unsigned, so a negative
+    # amount is huge; amounts >= width give 0 (shl, shr logical) or the sign fill
+    # (shr arithmetic: -1 if the bit pattern read as signed is negative, else 0).
+    name = name_of(x)
+    width = bit_width(name)
+    u, s = _uint(name), _sint(name)
+    amount = y.view(u)
+    in_range = amount < width
+    safe = np.where(in_range, amount, 0).astype(u)
+    if kind == "shl":
+        r = np.left_shift(x.view(u), safe)
+        fill = np.zeros_like(r)
+    elif kind == "shrl":
+        r = np.right_shift(x.view(u), safe)
+        fill = np.zeros_like(r)
+    else:
+        # Arithmetic shift of the bit pattern, also for unsigned types
+        # (XLA:CPU emits AShr whatever the signedness; SEMANTICS 5.B).
+        xs = x.view(s)
+        r = np.right_shift(xs, safe.astype(s)).view(u)
+        fill = np.where(xs < 0, -1, 0).astype(s).view(u)
+    return np.where(in_range, r, fill).astype(u).view(x.dtype)
+
+
+def shift_left(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return _shift(x, y, "shl")
+
+
+def shift_right_logical(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Logical shift of the bit pattern: s32 -1 >> 1 = INT_MAX."""
+    return _shift(x, y, "shrl")
+
+
+def shift_right_arithmetic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Arithmetic shift of the bit pattern: u32 0x80000000 >> 31 = 0xFFFFFFFF."""
+    return _shift(x, y, "shra")
+
+
+# ---------------------------------------------------------------- compare / select / clamp
+
+def default_comparison_type(name: str) -> str:
+    """StableHLO compare (C3): SIGNED, UNSIGNED (also PRED), FLOAT (floats and complex)."""
+    kind = kind_of(name)
+    return {"sint": "SIGNED", "uint": "UNSIGNED", "pred": "UNSIGNED"}.get(kind, "FLOAT")
+
+
+def _total_order_key(x: np.ndarray) -> np.ndarray:
+    # XLA's total order: read the bits as a signed int and flip the magnitude bits of
+    # negative values, so -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN
+    # (seed 001 EqTotalOrder...; NaNs of different payloads are different).
+    name = name_of(x)
+    s = x.view(_sint(name)).astype(np.int64)
+    magnitude_mask = (1 << (bit_width(name) - 1)) - 1
+    return np.where(s < 0, s ^ magnitude_mask, s)
+
+
+_DIRECTIONS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
+               "GT": np.greater, "GE": np.greater_equal}
+
+
+def compare(x: np.ndarray, y: np.ndarray, direction: str, compare_type: str | None = None) -> np.ndarray:
+    """Elementwise comparison -> PRED. compare_type None means the type's default.
+
+    FLOAT: IEEE quiet comparisons (NaN != everything, -0 == +0; NE is true for NaN).
+    TOTALORDER: the bit-pattern total order above (-0 < +0, NaN == NaN of the same bits).
+    SIGNED/UNSIGNED: the bit patterns read as signed/unsigned integers.
+    Complex: EQ/NE only, both parts compared (others are rejected at build time).
+    """
+    name = name_of(x)
+    ct = compare_type or default_comparison_type(name)
+    fn = _DIRECTIONS[direction]
+    if ct == "TOTALORDER":
+        return fn(_total_order_key(x), _total_order_key(y))
+    if ct == "SIGNED":
+        return fn(x.view(_sint(name)), y.view(_sint(name)))
+    if ct == "UNSIGNED":
+        return fn(x.view(_uint(name)), y.view(_uint(name)))
+    if kind_of(name) == "complex":
+        return fn(x, y)
+    with np.errstate(invalid="ignore"):
+        return fn(_f64(x), _f64(y))
+
+
+def select(pred: np.ndarray, on_true: np.ndarray, on_false: np.ndarray) -> np.ndarray:
+    """on_true where pred else on_false; no NaN blending (SEMANTICS 5.B Select)."""
+    return np.where(pred, on_true, on_false).astype(on_true.dtype)
+
+
+def clamp(lo: np.ndarray, x: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """min(max(lo, x), hi), argument order (min, operand, max) (seed 001 Clamp).
+
+    NaN anywhere propagates (Max/Min rules); lo > hi gives hi. Ints and floats only:
+    XLA:CPU has no clamp for PRED or complex ("Clamp unimplemented"), so those are
+    rejected at build time.
+    """
+    return minimum(maximum(lo, x), hi)
+
+
+# ---------------------------------------------------------------- conversions
+
+def _round_int_to_precision(v: int, p: int) -> int:
+    """v rounded to p significant bits, ties to even (int -> float conversion)."""
+    mag = -v if v < 0 else v
+    n = mag.bit_length()
+    if n <= p:
+        return v
+    shift = n - p
+    q, r = divmod(mag, 1 << shift)
+    half = 1 << (shift - 1)
+    if r > half or (r == half and q & 1):
+        q += 1
+    q <<= shift
+    return -q if v < 0 else q
+
+
+def _int_to_float(x: np.ndarray, name: str) -> np.ndarray:
+    # Round to nearest even once (seed 000/003 ConvertElementType), done exactly on
+    # Python ints: int64 -> float64 -> float32 would round twice.
+    p = _FLOAT_FORMAT[name][0]
+    vals = [float(_round_int_to_precision(v, p)) for v in x.ravel().tolist()]
+    return round_float(np.array(vals, dtype=np.float64).reshape(x.shape), name)
+
+
+def _float_to_int(x: np.ndarray, name: str) -> np.ndarray:
+    # Truncate toward zero; NaN -> 0; out of range saturates to MIN/MAX. The seeds and
+    # StableHLO (#180) leave this open; XLA:CPU and API.md saturate (SEMANTICS 5.A).
+    dst = DTYPES[name]
+    info = np.iinfo(dst)
+    width = bit_width(name)
+    t = np.trunc(_f64(x))
+    signed = kind_of(name) == "sint"
+    upper = 2.0 ** (width - 1) if signed else 2.0 ** width     # first value out of range
+    lower = -(2.0 ** (width - 1)) if signed else 0.0
+    nan = np.isnan(t)
+    big = t >= upper
+    small = t < lower
+    mid = ~(nan | big | small)
+    out = np.zeros(x.shape, dtype=dst)
+    out[mid] = t[mid].astype(dst)
+    out[big] = info.max
+    out[small] = info.min
+    return out
+
+
+def convert(x: np.ndarray, dtype) -> np.ndarray:
+    """ConvertElementType to `dtype` (an XLA type name or numpy dtype).
+
+    any -> pred: x != 0 (complex: either part; NaN -> true). pred -> number: 0/1.
+    complex -> real: the real part, then the real rule. real -> complex: imag = +0.
+    int -> int: wraps (two's complement truncation / extension).
+    int -> float: round to nearest even; too large for f16 -> inf.
+    float -> float: round to nearest even, once (f64 -> bf16 is not rounded via f32).
+    float -> int: as `_float_to_int`.
+    """
+    name = _dtype_name(dtype)
+    dst_kind, src_kind = kind_of(name), kind_of(x.dtype)
+    if dst_kind == "pred":
+        with np.errstate(invalid="ignore"):
+            return np.asarray(x != 0)
+    if src_kind == "pred":
+        x, src_kind = x.astype(np.uint8), "uint"
+    if dst_kind == "complex":
+        comp = _COMPONENT[name]
+        if src_kind == "complex":
+            return _make_complex(convert(x.real.copy(), comp), convert(x.imag.copy(), comp), name)
+        return _make_complex(convert(x, comp), np.zeros(x.shape, DTYPES[comp]), name)
+    if src_kind == "complex":
+        x, src_kind = x.real.copy(), "float"
+    if dst_kind in ("sint", "uint"):
+        if src_kind == "float":
+            return _float_to_int(x, name)
+        return x.astype(DTYPES[name])
+    if src_kind == "float":
+        return round_float(_f64(x), name)
+    return _int_to_float(x, name)
+
+
+def bitcast_convert(x: np.ndarray, dtype) -> np.ndarray:
+    """Reinterpret the bits (little-endian, as on the CPU). Same width: same shape.
+    Narrower target: a new minor dimension of size ratio (f32[10] -> f16[10,2],
+    f32[] -> f16[2]); wider target: the last dimension (== ratio) is consumed
+    (seed 001 BitcastConvertType)."""
+    name = _dtype_name(dtype)
+    dst = DTYPES[name]
+    src_bits, dst_bits = bit_width(name_of(x)), bit_width(name)
+    flat = np.ascontiguousarray(x).reshape(-1).view(dst)
+    if src_bits == dst_bits:
+        return flat.reshape(x.shape)
+    if src_bits > dst_bits:
+        return flat.reshape(x.shape + (src_bits // dst_bits,))
+    ratio = dst_bits // src_bits
+    if x.ndim == 0 or x.shape[-1] != ratio:
+        raise ValueError(f"last dimension of {x.shape} must be {ratio}")
+    return flat.reshape(x.shape[:-1])
+
+
+def reduce_precision(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> np.ndarray:
+    """XLA's ReducePrecision, bit for bit as XLA:CPU's EmitReducePrecisionIR
+    (quiet_nans = false), on the operand's own bits (f16 works on 16 bits).
+
+    1. If mantissa_bits is smaller: add the round-to-nearest-even bias and clear the
+       dropped bits (a carry into the exponent is correct and may give inf).
+    2. If exponent_bits is smaller: exponents above the reduced range -> +-inf, at or
+       below the reduced minimum -> +-0. Values in the reduced format's subnormal
+       range are flushed to zero, not rounded.
+    3. NaN: the input NaN unchanged if mantissa_bits > 0, else +inf (XLA: a format
+       without mantissa bits has no NaN).
+    Bit counts >= the operand's are a no-op for that part (seed 001 ReducePrecision).
+    """
+    if exponent_bits < 1 or mantissa_bits < 0:
+        raise ValueError("exponent_bits must be >= 1 and mantissa_bits >= 0")
+    name = name_of(x)
+    nbits = bit_width(name)
+    src_m = _MANTISSA_BITS[name]
+    src_e = nbits - 1 - src_m
+    ut = _uint(name)
+    all_ones = (1 << nbits) - 1
+    sign_mask = 1 << (nbits - 1)
+    exp_mask = ((1 << src_e) - 1) << src_m
+    u = x.view(ut).copy()
+    is_nan = (u & (all_ones ^ sign_mask)) > exp_mask
+    if mantissa_bits < src_m:
+        last_bit = 1 << (src_m - mantissa_bits)
+        base_bias = (last_bit >> 1) - 1
+        bias = ((u & last_bit) >> (src_m - mantissa_bits)) + ut.type(base_bias)
+        u = ((u + bias) & ut.type(all_ones ^ (last_bit - 1))).astype(ut)
+    if exponent_bits < src_e:
+        bias = (1 << (src_e - 1)) - 1
+        reduced_bias = (1 << (exponent_bits - 1)) - 1
+        max_exp = (bias + reduced_bias) << src_m
+        min_exp = (bias - reduced_bias) << src_m
+        exponent = u & ut.type(exp_mask)
+        signed_zero = u & ut.type(sign_mask)
+        signed_inf = signed_zero | ut.type(exp_mask)
+        u = np.where(exponent > ut.type(max_exp), signed_inf, u).astype(ut)
+        u = np.where(exponent <= ut.type(min_exp), signed_zero, u).astype(ut)
+    out = u.view(x.dtype)
+    nan_result = x if mantissa_bits > 0 else np.full(x.shape, np.inf).astype(x.dtype)
+    return np.where(is_nan, nan_result, out).astype(x.dtype)
+
+
+# ---------------------------------------------------------------- test values
+
+def _float_edges(name: str) -> list[float]:
+    fi = finfo(name)
+    tiny, sub, big = float(fi.tiny), float(fi.smallest_subnormal), float(fi.max)
+    return [math.nan, -math.nan, math.inf, -math.inf, -0.0, 0.0, 1.0, -1.0, 0.5, -0.5,
+            1.5, -1.5, 2.5, -2.5, tiny, -tiny, sub, -sub, big, -big,
+            3.0, -7.0, 0.1, 100.0, 1e-3, -3.75]
+
+
+def _int_edges(name: str) -> list[int]:
+    info = np.iinfo(DTYPES[name])
+    width = bit_width(name)
+    rng = np.random.default_rng(width + (1000 if kind_of(name) == "uint" else 0))
+    rand = [int(v) for v in rng.integers(info.min, info.max, size=4, endpoint=True,
+                                         dtype=DTYPES[name])]
+    if kind_of(name) == "sint":
+        fixed = [0, 1, -1, info.min, info.max, info.min + 1, info.max - 1, 2, -2, 7, -7, 100, -100]
+    else:
+        top = 1 << (width - 1)
+        fixed = [0, 1, info.max, info.max - 1, 2, 7, top, top - 1, 100, 200]
+    return fixed + rand
+
+
+def _complex_edges(name: str) -> np.ndarray:
+    fi = finfo(_COMPONENT[name])
+    nan, inf = math.nan, math.inf
+    pairs = [(0.0, 0.0), (-0.0, -0.0), (1.0, 0.0), (0.0, 1.0), (-1.0, -1.0), (0.5, -2.5),
+             (1.5, 2.5), (-2.5, 0.5), (nan, 0.0), (0.0, nan), (nan, nan), (inf, 0.0),
+             (0.0, -inf), (inf, inf), (-inf, nan), (float(fi.max), float(fi.tiny)),
+             (float(fi.smallest_subnormal), -float(fi.max)), (3.0, -7.0)]
+    comp = _COMPONENT[name]
+    re = round_float([p[0] for p in pairs], comp)
+    im = round_float([p[1] for p in pairs], comp)
+    return _make_complex(re, im, name)
+
+
+def _edges(name: str) -> np.ndarray:
+    kind = kind_of(name)
+    if kind == "pred":
+        return np.array([False, True])
+    if kind in ("sint", "uint"):
+        return np.array(_int_edges(name), dtype=DTYPES[name])
+    if kind == "float":
+        return round_float(_float_edges(name), name)
+    return _complex_edges(name)
+
+
+EDGE_VALUES: dict[str, np.ndarray] = {name: _edges(name) for name in DTYPES}
+
+
+def random_values(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n random values of type `name`: full range for ints, moderate magnitudes
+    (|x| in about [1e-3, 1e3], half of them uniform in [-10, 10]) for floats."""
+    kind = kind_of(name)
+    if kind == "pred":
+        return rng.integers(0, 2, size=n).astype(bool)
+    if kind in ("sint", "uint"):
+        info = np.iinfo(DTYPES[name])
+        return rng.integers(info.min, info.max, size=n, endpoint=True, dtype=DTYPES[name])
+    if kind == "complex":
+        comp = _COMPONENT[name]
+        return _make_complex(random_values(comp, n, rng), random_values(comp, n, rng), name)
+    uniform = rng.uniform(-10, 10, size=n)
+    logu = rng.choice([-1.0, 1.0], size=n) * 10.0 ** rng.uniform(-3, 3, size=n)
+    return round_float(np.where(rng.random(n) < 0.5, uniform, logu), name)
+
+
+def values(dtype_name: str, n: int, seed: int = 0) -> np.ndarray:
+    """n values of type `dtype_name`: the edge values first, then random ones."""
+    edges = EDGE_VALUES[dtype_name]
+    if n <= len(edges):
+        return edges[:n].copy()
+    rng = np.random.default_rng(seed)
+    return np.concatenate([edges, random_values(dtype_name, n - len(edges), rng)])
+
+
+# ---------------------------------------------------------------- self-check
+
+def _self_check() -> None:
+    """Known answers; run with `python tests/reference.py`."""
+    i32 = np.int32
+    s = lambda *v: np.array(v, dtype=i32)  # noqa: E731
+    assert remainder(s(-7, 7, -7, 5, i32(-2**31), 9), s(3, -2, 2, 0, -1, 0)).tolist() == [-1, 1, -1, 5, 0, 9]
+    assert divide(s(-7, 7, 5, -2**31, 5), s(2, -2, 0, -1, -1)).tolist() == [-3, -3, -1, -2**31, -5]
+    u8 = np.array([7, 255], np.uint8)
+    assert divide(u8, np.array([0, 2], np.uint8)).tolist() == [255, 127]
+    assert remainder(u8, np.array([0, 2], np.uint8)).tolist() == [7, 1]
+    f = np.array([0.5, 1.5, 2.5, -2.5, -0.5, -0.4, 0.49999997, 3.5], np.float32)
+    assert round_nearest_afz(f).tolist() == [1, 2, 3, -3, -1, -0.0, 0, 4]
+    assert np.signbit(round_nearest_afz(f)[5])
+    assert round_nearest_even(f).tolist() == [0, 2, 2, -2, -0.0, -0.0, 0, 4]
+    assert abs(s(-2**31, -3)).tolist() == [-2**31, 3]
+    assert negate(np.array([1, 0], np.uint8)).tolist() == [255, 0]
+    z = sign(np.array([-0.0, 0.0, np.nan, -3, 2], np.float32))
+    assert np.signbit(z[0]) and not np.signbit(z[1]) and np.isnan(z[2]) and z[3:].tolist() == [-1, 1]
+    assert count_leading_zeros(np.array([0, -1, 1], np.int8)).tolist() == [8, 0, 7]
+    assert popcnt(np.array([-1, 0, 5], np.int8)).tolist() == [8, 0, 2]
+    assert count_leading_zeros(np.array([1], np.uint64)).tolist() == [63]
+    # shifts
+    assert shift_left(s(1, 1, 1, 1), s(31, 32, -1, 33)).tolist() == [-2**31, 0, 0, 0]
+    assert shift_right_arithmetic(s(-8, -8, 8), s(1, 40, 40)).tolist() == [-4, -1, 0]
+    assert shift_right_logical(s(-1, -1), s(1, 32)).tolist() == [2**31 - 1, 0]
+    u32 = np.array([0x80000000, 0x80000000], np.uint32)
+    assert shift_right_arithmetic(u32, np.array([31, 99], np.uint32)).tolist() == [0xFFFFFFFF] * 2
+    # pow
+    assert power(s(2, 1, -1, -1, 3, 2, 0), s(10, -5, -1, -2, -1, 31, 0)).tolist() == \
+        [1024, 1, -1, 1, 0, -2**31, 1]
+    assert power(np.array([3], np.uint8), np.array([5], np.uint8)).tolist() == [243]
+    # float max/min with signed zeros and NaN
+    a = np.array([-0.0, 0.0, np.nan, 1.0], np.float32)
+    b = np.array([0.0, -0.0, 1.0, np.nan], np.float32)
+    mx, mn = maximum(a, b), minimum(a, b)
+    assert not np.signbit(mx[0]) and not np.signbit(mx[1]) and np.isnan(mx[2:]).all()
+    assert np.signbit(mn[0]) and np.signbit(mn[1]) and np.isnan(mn[2:]).all()
+    # total order
+    t = np.array([np.copysign(np.nan, -1), -np.inf, -1.0, -0.0, 0.0, 1.0, np.inf, np.nan], np.float32)
+    keys = _total_order_key(t)
+    assert (np.diff(keys) > 0).all()
+    assert compare(t, t, "EQ", "TOTALORDER").all() and not compare(t, t, "EQ")[[0, 7]].any()
+    assert compare(np.array([-0.0]), np.array([0.0]), "LT", "TOTALORDER").tolist() == [True]
+    assert compare(np.array([-0.0]), np.array([0.0]), "EQ").tolist() == [True]
+    # conversions
+    assert convert(np.array([np.nan, 1e10, -1e10, -0.9, 2.9, -2.9], np.float32), "s32").tolist() == \
+        [0, 2**31 - 1, -2**31, 0, 2, -2]
+    assert convert(np.array([-1.0, 1e30, 255.9], np.float32), "u8").tolist() == [0, 255, 255]
+    assert convert(np.array([300, -1], np.int32), "u8").tolist() == [44, 255]
+    assert convert(np.array([65519, 65520, 2**24 + 1], np.int32), "f16").tolist() == [65504, np.inf, np.inf]
+    assert convert(np.array([2**24 + 1, 2**24 + 3], np.int32), "f32").tolist() == [2**24, 2**24 + 4]
+    assert convert(np.array([2**63 - 1], np.int64), "f32").tolist() == [2.0**63]
+    assert convert(np.array([np.nan, 0.0, -0.0, 2], np.float32), "pred").tolist() == \
+        [True, False, False, True]
+    assert convert(np.array([1 + 2j], np.complex64), "f32").tolist() == [1.0]
+    assert convert(np.array([True, False]), "c64").tolist() == [1, 0]
+    # f64 -> bf16 rounds once: 1 + 2^-8 + 2^-30 is above the tie, so it rounds up
+    # (via f32 it would first become the tie 1 + 2^-8 and then round to even, 1.0).
+    v = np.array([1 + 2.0**-8 + 2.0**-30])
+    assert convert(v, "bf16").astype(np.float64).tolist() == [1 + 2.0**-7]
+    # round_float agrees with numpy / ml_dtypes single roundings
+    rng = np.random.default_rng(0)
+    r = np.concatenate([rng.standard_normal(2000) * 10.0 ** rng.integers(-45, 40, 2000),
+                        [np.inf, -np.inf, 0.0, -0.0, 65520.0, 65519.99, 3.4e38, 3.41e38]])
+    with np.errstate(all="ignore"):
+        r32 = r.astype(np.float32)
+        assert np.array_equal(round_float(r, "f32"), r32)
+        assert np.array_equal(round_float(r32.astype(np.float64), "bf16").astype(np.float32),
+                              r32.astype(ml_dtypes.bfloat16).astype(np.float32))
+        assert np.array_equal(round_float(r, "f16"), r.astype(np.float16))
+    # bitcast
+    one = np.array(1.0, np.float32)
+    assert bitcast_convert(one, "f16").shape == (2,)
+    assert bitcast_convert(np.array([1.0], np.float32), "u32").tolist() == [0x3F800000]
+    assert bitcast_convert(np.zeros((3, 2), np.float16), "f32").shape == (3,)
+    # reduce_precision == bf16 round trip for every finite f32 (incl. subnormals, overflow)
+    xs = np.concatenate([r32[np.isfinite(r32)], EDGE_VALUES["f32"],
+                         np.array([3.4028235e38, 1 + 2.0**-8, 1 + 3 * 2.0**-8], np.float32)])
+    xs = xs[np.isfinite(xs)]
+    with np.errstate(all="ignore"):
+        bf = xs.astype(ml_dtypes.bfloat16).astype(np.float32)
+        assert np.array_equal(reduce_precision(xs, 8, 7), bf)
+        # (5, 10) == f16 round trip outside f16's subnormal range (XLA flushes that to zero)
+        h = xs.astype(np.float16).astype(np.float32)
+        normal = np.abs(xs) >= 2.0**-14
+        assert np.array_equal(reduce_precision(xs, 5, 10)[normal], h[normal])
+        sub = (np.abs(xs) < 2.0**-14 * (1 - 2.0**-12)) & (xs != 0)
+        flushed = reduce_precision(xs, 5, 10)[sub]
+        assert (flushed == 0).all() and (np.signbit(flushed) == np.signbit(xs[sub])).all()
+    assert reduce_precision(np.array([65519.0, 65520.0, -1e6], np.float32), 5, 10).tolist() == \
+        [65504.0, np.inf, -np.inf]
+    nan_in = np.array([np.nan], np.float32)
+    assert np.isnan(reduce_precision(nan_in, 5, 2)).all()
+    assert reduce_precision(nan_in, 5, 0).tolist() == [np.inf]
+    d = rng.standard_normal(100)
+    assert np.array_equal(reduce_precision(d, 11, 52), d)
+    assert np.array_equal(reduce_precision(d, 8, 23), d.astype(np.float32).astype(np.float64))
+    # transcendental edge cases
+    assert logistic(np.array([-np.inf, np.inf, 0.0], np.float32)).tolist() == [0.0, 1.0, 0.5]
+    assert exponential_minus_one(np.array([1e-10])).tolist() == [np.expm1(1e-10)]
+    assert cbrt(np.array([-8.0], np.float32)).tolist() == [-2.0]
+    assert np.signbit(sqrt(np.array([-0.0], np.float32)))[0]
+    assert rsqrt(np.array([0.0, -0.0], np.float32)).tolist() == [np.inf, -np.inf]
+    assert erf(np.array([np.inf, -np.inf], np.float32)).tolist() == [1.0, -1.0]
+    assert imag(np.array([1.0], np.float32)).tolist() == [0.0]
+    assert abs(np.array([3 + 4j], np.complex64)).dtype == np.float32
+    assert atan2(np.array([0.0, -0.0]), np.array([-0.0, -0.0])).tolist() == [math.pi, -math.pi]
+    # edge values
+    assert np.signbit(EDGE_VALUES["bf16"][1]) and np.isnan(EDGE_VALUES["bf16"][1])
+    assert all(values(n, 64, 1).shape == (64,) and values(n, 64, 1).dtype == DTYPES[n] for n in DTYPES)
+
+
+if __name__ == "__main__":
+    _self_check()
+    print("reference self-check passed")
