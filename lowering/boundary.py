@@ -20,8 +20,15 @@ from .framework import cast, shape_of, signless_type
 LAYOUT_ATTR = "xhlo.layout"
 
 
-def memref_type(shape: Shape, minor_to_major: tuple[int, ...] | None = None) -> ir.Type:
+DYNAMIC_STRIDES_ATTR = "xhlo.dynamic_strides"
+
+
+def memref_type(shape: Shape, minor_to_major: tuple[int, ...] | None = None,
+                dynamic: bool = False) -> ir.Type:
     tensor = ir.RankedTensorType(signless_type(ir.Type.parse(_tensor_text(shape))))
+    if dynamic and shape.rank:
+        layout = ir.Attribute.parse(f"strided<[{', '.join('?' * shape.rank)}], offset: ?>")
+        return ir.MemRefType.get(list(shape.dimensions), tensor.element_type, layout)
     if minor_to_major is None or list(minor_to_major) == list(range(shape.rank - 1, -1, -1)):
         return ir.MemRefType.get(list(shape.dimensions), tensor.element_type)
     strides = [0] * shape.rank
@@ -75,9 +82,10 @@ def _leaves(value: ir.Value) -> list[ir.Value]:
     return [leaf for e in elements for leaf in _leaves(e)]
 
 
-def rewrite_entry(f: func.FuncOp) -> list[Shape]:
+def rewrite_entry(f: func.FuncOp, dynamic_strides: bool = False) -> list[Shape]:
     """Rewrite `f` in place to the destination-passing boundary; returns the leaf shapes
-    of its results, in order."""
+    of its results, in order. With `dynamic_strides` the inputs accept any strides (the
+    variant the runtime uses for strided numpy views)."""
     block = f.entry_block
     old_args = list(block.arguments)
     arg_layouts = _layouts(f.arg_attrs if "arg_attrs" in f.attributes else None, len(old_args))
@@ -91,7 +99,8 @@ def rewrite_entry(f: func.FuncOp) -> list[Shape]:
             leaves = arg_shape.flatten() if arg_shape.is_tuple() else [arg_shape]
             tensors = []
             for leaf in leaves:
-                mtype = memref_type(leaf, layout if not arg_shape.is_tuple() else None)
+                mtype = memref_type(leaf, layout if not arg_shape.is_tuple() else None,
+                                    dynamic_strides)
                 new_inputs.append(mtype)
                 memref = block.add_argument(mtype, arg.location)
                 tensor_type = signless_type(ir.Type.parse(_tensor_text(leaf)))

@@ -13,7 +13,7 @@ from mlir.rewrite import GreedyRewriteConfig, apply_patterns_and_fold_greedily
 
 from ..dialect.registry import DIALECT
 from . import core, elementwise  # noqa: F401  (register their lowerings)
-from .boundary import rewrite_entry
+from .boundary import DYNAMIC_STRIDES_ATTR, rewrite_entry
 from .framework import pattern_set
 
 ENTRY = "main"
@@ -41,7 +41,11 @@ def _remaining_ops(module_op: ir.Operation) -> list[str]:
 def lower_xhlo(op: Any, pass_: Any) -> None:
     """Rewrite `main` to the destination-passing boundary and lower every xhlo op."""
     entry = _entry(op)
-    rewrite_entry(func.FuncOp(entry.operation) if not isinstance(entry, func.FuncOp) else entry)
+    dynamic = DYNAMIC_STRIDES_ATTR in op.attributes
+    if dynamic:
+        del op.attributes[DYNAMIC_STRIDES_ATTR]
+    rewrite_entry(func.FuncOp(entry.operation) if not isinstance(entry, func.FuncOp) else entry,
+                  dynamic)
     config = GreedyRewriteConfig()
     config.max_iterations = 64
     apply_patterns_and_fold_greedily(op, pattern_set(op.context), config)

@@ -17,6 +17,7 @@ from mlir.passmanager import PassManager
 
 from ..dialect.errors import CompileError
 from .lower_pass import lower_xhlo
+from .vectorize import super_vectorize
 
 PassSpec = str | Callable[[Any, Any], None]
 
@@ -45,7 +46,7 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
     ("vectorized", [
         "func.func(convert-linalg-to-affine-loops)",
         "func.func(affine-loop-fusion)",  # keeps producer/consumer loops of one shape together
-        "func.func(affine-super-vectorize{virtual-vector-size=16})",  # AVX-512 lanes of f32
+        super_vectorize,  # 16-lane vectors (AVX-512 f32), where the layouts allow
         "canonicalize",
     ]),
     ("loops", [

@@ -33,6 +33,10 @@ class LeafSpec:
         return cls(shape, shape.dtype, shape.dimensions, tuple(shape.byte_strides()), order)
 
     @property
+    def scalar_type(self) -> type:
+        return self.dtype.type
+
+    @property
     def words(self) -> int:
         return 3 + 2 * len(self.dims)
 
@@ -48,7 +52,7 @@ class LeafSpec:
 _PY_SCALARS = (bool, int, float, complex)
 
 
-def coerce(spec: LeafSpec, value: Any, where: str) -> np.ndarray:
+def coerce(spec: LeafSpec, value: Any, where: str, any_strides: bool = False) -> np.ndarray:
     """`value` as an array the compiled code can read in place, or ArgumentError."""
     if isinstance(value, np.ndarray):
         array = value
@@ -65,9 +69,14 @@ def coerce(spec: LeafSpec, value: Any, where: str) -> np.ndarray:
     if array.shape != spec.dims:
         raise ArgumentError(f"{where}: expected shape {spec.dims} for {spec.shape}, got "
                             f"{array.shape}")
-    if array.strides != spec.byte_strides and array.size > 1:
+    if array.strides != spec.byte_strides and not (any_strides and strides_fit(array)):
         array = _relayout(spec, array)
     return array
+
+
+def strides_fit(array: np.ndarray) -> bool:
+    """Whether a memref descriptor can describe `array` in place (whole-element strides)."""
+    return all(s % array.itemsize == 0 for s in array.strides)
 
 
 def _python_scalar(spec: LeafSpec, value: Any, where: str) -> np.ndarray:
@@ -95,13 +104,3 @@ def _relayout(spec: LeafSpec, array: np.ndarray) -> np.ndarray:
     out = spec.allocate()
     out[...] = array
     return out
-
-
-def fill_descriptor(buffer: np.ndarray, at: int, array: np.ndarray, itemsize: int) -> None:
-    address = array.__array_interface__["data"][0]
-    rank = array.ndim
-    buffer[at] = address
-    buffer[at + 1] = address
-    buffer[at + 2] = 0
-    buffer[at + 3: at + 3 + rank] = array.shape
-    buffer[at + 3 + rank: at + 3 + 2 * rank] = [s // itemsize for s in array.strides]

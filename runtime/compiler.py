@@ -19,6 +19,7 @@ from mlir.execution_engine import ExecutionEngine
 from ..dialect.errors import CompileError, ShapeError
 from ..dialect.irdl import new_context
 from ..dialect.verify import program_shape_of, verify_module
+from ..lowering.boundary import DYNAMIC_STRIDES_ATTR, result_leaf_shapes
 from ..lowering.pipeline import Pipeline
 from .executable import Executable
 
@@ -45,18 +46,22 @@ def compile(computation: Any, pipeline: Pipeline | None = None, num_replicas: in
 
 
 def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int = 1,
-                 name: str = "main") -> Executable:
-    """Compile a module in the xhlo dialect given as MLIR text; `main` is the entry point."""
+                 name: str = "main", *, dynamic_strides: bool = False) -> Executable:
+    """Compile a module in the xhlo dialect given as MLIR text; `main` is the entry point.
+
+    `dynamic_strides` compiles the variant whose inputs take any strides; executables
+    compile it themselves on the first strided numpy view they are called with.
+    """
     pipeline = pipeline or Pipeline.default()
-    if not isinstance(num_replicas, int) or num_replicas < 1:
+    if not isinstance(num_replicas, int) or isinstance(num_replicas, bool) or num_replicas < 1:
         raise CompileError(f"num_replicas must be an int >= 1, got {num_replicas!r}")
-    key = (text, pipeline.fingerprint(), num_replicas)
+    key = (text, pipeline.fingerprint(), num_replicas, dynamic_strides)
     with _cache_lock:
         cached = _cache.get(key)
         if cached is not None:
             _cache.move_to_end(key)
             return cached
-    executable = _compile_uncached(text, pipeline, num_replicas, name)
+    executable = _compile_uncached(text, pipeline, num_replicas, name, dynamic_strides)
     with _cache_lock:
         _cache[key] = executable
         while len(_cache) > CACHE_SIZE:
@@ -64,7 +69,8 @@ def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int 
     return executable
 
 
-def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: str) -> Executable:
+def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: str,
+                      dynamic_strides: bool) -> Executable:
     context = new_context()
     with context, ir.Location.unknown():
         try:
@@ -73,9 +79,9 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
             raise CompileError(f"cannot parse the module: {e}", "hlo", str(e)) from None
         verify_module(module)
         parameter_shapes, result_shape = program_shape_of(module)
+        if dynamic_strides:
+            module.operation.attributes[DYNAMIC_STRIDES_ATTR] = ir.UnitAttr.get()
         stages = pipeline.run(module)
-        from ..lowering.boundary import result_leaf_shapes
-
         result_leaves = result_leaf_shapes(result_shape)
         try:
             engine = ExecutionEngine(module, opt_level=3, shared_libs=runtime_libraries())
@@ -83,7 +89,16 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
             raise CompileError(f"JIT compilation failed: {e}", "jit", str(e)) from None
     return Executable(name=name, engine=engine, parameter_shapes=parameter_shapes,
                       result_shape=result_shape, result_leaves=result_leaves, stages=stages,
-                      num_replicas=num_replicas)
+                      num_replicas=num_replicas, dynamic_strides=dynamic_strides,
+                      strided_variant=None if dynamic_strides else _variant_factory(
+                          text, pipeline, num_replicas, name))
+
+
+def _variant_factory(text: str, pipeline: Pipeline, num_replicas: int, name: str) -> Any:
+    def make() -> Executable:
+        return compile_mlir(text, pipeline, num_replicas, name, dynamic_strides=True)
+
+    return make
 
 
 def clear_cache() -> None:

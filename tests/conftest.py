@@ -1,0 +1,82 @@
+"""Shared test helpers: a fresh builder fixture and FileCheck-based IR checks.
+
+`check_ir(text, checks)` runs the PyPI `filecheck` (a Python clone of LLVM's
+FileCheck) on `text` with the dedented `checks`; `check_ir_here(text)` takes
+the checks from the calling test's own `# CHECK...` comments, so the
+expectations sit next to the code that produced the IR.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import pytest
+
+import xlamlir as xm
+
+_CHECK_COMMENT = re.compile(r"^\s*#\s*(CHECK[A-Z0-9-]*(?:\{[^}]*\})?:.*)$")
+
+
+@pytest.fixture
+def b() -> xm.XlaBuilder:
+    """A fresh builder named "test"."""
+    return xm.XlaBuilder("test")
+
+
+def _run_filecheck(text: str, checks: str, extra_args: tuple[str, ...] = ()) -> None:
+    fd, path = tempfile.mkstemp(suffix=".checks", text=True)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(checks)
+        proc = subprocess.run(
+            [sys.executable, "-m", "filecheck", *extra_args, path],
+            input=text, capture_output=True, text=True, timeout=120,
+        )
+    finally:
+        os.unlink(path)
+    if proc.returncode != 0:
+        report = (proc.stdout + proc.stderr).strip()
+        pytest.fail(
+            f"FileCheck failed (exit {proc.returncode}):\n{report}\n\n"
+            f"---- checks ----\n{checks}\n---- IR ----\n{text}",
+            pytrace=False,
+        )
+
+
+def check_ir(text: str, checks: str, *extra_args: str) -> None:
+    """Run FileCheck with `checks` (dedented) over `text`; pytest.fail with the report on failure."""
+    checks = textwrap.dedent(checks).strip("\n") + "\n"
+    if "CHECK" not in checks:
+        raise ValueError("check_ir: no CHECK lines given")
+    _run_filecheck(text, checks, extra_args)
+
+
+def _caller_checks(frame) -> str:
+    """The `# CHECK...` comment lines of the function running in `frame`."""
+    lines, _ = inspect.getsourcelines(frame.f_code)
+    checks = []
+    for line in lines:
+        m = _CHECK_COMMENT.match(line)
+        if m:
+            checks.append(m.group(1).rstrip())
+    return "\n".join(checks) + "\n"
+
+
+def check_ir_here(text: str, *extra_args: str) -> None:
+    """Like check_ir, with the checks read from the calling test's `# CHECK...` comments."""
+    frame = inspect.currentframe()
+    assert frame is not None and frame.f_back is not None
+    caller = frame.f_back
+    try:
+        checks = _caller_checks(caller)
+    finally:
+        del frame, caller
+    if "CHECK" not in checks:
+        raise ValueError("check_ir_here: the calling function has no '# CHECK' comments")
+    _run_filecheck(text, checks, extra_args)
