@@ -3,7 +3,7 @@
 Importing this package registers every op. Imports nothing outside `dialect`.
 """
 
-from . import ops_core, ops_elementwise  # noqa: F401  (registration side effects)
+from . import ops_core, ops_dot, ops_elementwise, ops_reduce, ops_shape  # noqa: F401  (registration)
 from .errors import ArgumentError, CompileError, ShapeError, XlaError
 from .registry import DIALECT, REGISTRY, OpDef, lookup
 from .shapes import Layout, PrimitiveType, Shape, dtype_of, type_of

@@ -12,7 +12,7 @@ from mlir.dialects import func
 from mlir.rewrite import GreedyRewriteConfig, apply_patterns_and_fold_greedily
 
 from ..dialect.registry import DIALECT
-from . import core, elementwise  # noqa: F401  (register their lowerings)
+from . import core, dot, elementwise, reduce, shape  # noqa: F401  (register their lowerings)
 from .boundary import DYNAMIC_STRIDES_ATTR, rewrite_entry
 from .framework import pattern_set
 

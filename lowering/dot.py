@@ -1,0 +1,1 @@
+"""Lowerings of the dot family. Imports `dialect` and the lowering modules."""

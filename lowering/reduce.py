@@ -1,0 +1,1 @@
+"""Lowerings of the reduce family. Imports `dialect` and the lowering modules."""

@@ -1,0 +1,1 @@
+"""Lowerings of the shape family. Imports `dialect` and the lowering modules."""
