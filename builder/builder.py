@@ -95,7 +95,10 @@ class XlaBuilder:
                 op = self._check_operand(opdef.name, operand)
                 args.append(op)
                 shapes.append(op.shape)
-        shape = opdef.infer(*shapes, **attrs)
+        # A shape rule sees a sub-computation as its program shape (params, result).
+        infer_attrs = {k: (v.program_shape() if k in opdef.computations else v)
+                       for k, v in attrs.items()}
+        shape = opdef.infer(*shapes, **infer_attrs)
         op = XlaOp(self, shape, opdef=opdef, operands=tuple(args), attrs=attrs,
                    location=user_location())
         self.ops.append(op)
@@ -148,6 +151,38 @@ class XlaBuilder:
                    attrs={"value": array.copy(), "shape": shape}, location=user_location())
         self.ops.append(op)
         return op
+
+    # -- sub-computations -------------------------------------------------------------------
+
+    def _subcomputation(self, op_name: str, computation: Any, param_shapes: Sequence[Shape],
+                        role: str = "computation") -> Any:
+        """An XlaComputation taking `param_shapes`: given as one, or traced from a callable."""
+        from .computation import XlaComputation
+
+        param_shapes = [s.with_default_layout() if s.is_array() else s for s in param_shapes]
+        if isinstance(computation, XlaComputation):
+            given = [s.with_default_layout() if s.is_array() else s
+                     for s in computation.program_shape()[0]]
+            if given != list(param_shapes):
+                raise ShapeError(op_name, param_shapes,
+                                 f"{role} {computation.name!r} takes ({', '.join(map(str, given))}) "
+                                 f"but is called with ({', '.join(map(str, param_shapes))})")
+            return computation
+        if not callable(computation):
+            raise ShapeError(op_name, [], f"{role} must be an XlaComputation or a callable, "
+                             f"got {type(computation).__name__}")
+        sub = XlaBuilder(f"{self.name}_{op_name}_{role}")
+        params = [sub.parameter(i, s) for i, s in enumerate(param_shapes)]
+        root = computation(*params)
+        if isinstance(root, (list, tuple)):
+            root = sub.tuple(list(root))
+        if not isinstance(root, XlaOp):
+            raise ShapeError(op_name, [], f"{role} must return an XlaOp (or a list of them), "
+                             f"got {type(root).__name__}")
+        if root.builder is not sub:
+            raise ShapeError(op_name, [root.shape], f"{role} returned {root!r}, an op of builder "
+                             f"{root.builder.name!r}; sub-computations are closed")
+        return sub.build(root)
 
     # -- tuples ------------------------------------------------------------------------------
 

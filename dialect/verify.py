@@ -32,7 +32,7 @@ def verify_op(op: ir.Operation) -> None:
     shapes = [tuple(s) if isinstance(s, list) else s for s in shapes]
     attrs = attribute_values(opdef, op)
     for name in opdef.computations:
-        attrs.pop(name, None)
+        attrs[name] = _callee_program_shape(op, attrs[name])
     inferred = opdef.infer(*shapes, **attrs)
     results = [_shape(r.type) for r in op.results]
     expected = list(inferred.tuple_shapes) if opdef.results is None else [inferred]
@@ -41,6 +41,20 @@ def verify_op(op: ir.Operation) -> None:
         raise ShapeError(opdef.name, [s for s in shapes if isinstance(s, Shape)],
                          f"result type {', '.join(map(str, results))} does not match the "
                          f"inferred {', '.join(map(str, expected))}")
+
+
+def _callee_program_shape(op: ir.Operation, symbol: str) -> tuple[list[Shape], Shape]:
+    """Program shape of the private function `symbol` of the module holding `op`."""
+    parent = op
+    while parent.parent is not None:
+        parent = parent.parent
+    for f in parent.regions[0].blocks[0].operations:
+        if f.operation.name == "func.func" and ir.StringAttr(f.attributes["sym_name"]).value == symbol:
+            ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+            if len(ftype.results) != 1:
+                raise ShapeError(op.name, [], f"computation @{symbol} must return one value")
+            return [_shape(t) for t in ftype.inputs], _shape(ftype.results[0])
+    raise ShapeError(op.name, [], f"no function @{symbol} in the module")
 
 
 def verify_module(module: ir.Module) -> None:

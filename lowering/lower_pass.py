@@ -14,6 +14,7 @@ from mlir.rewrite import GreedyRewriteConfig, apply_patterns_and_fold_greedily
 from ..dialect.registry import DIALECT
 from . import core, dot, elementwise, reduce, shape  # noqa: F401  (register their lowerings)
 from .boundary import DYNAMIC_STRIDES_ATTR, rewrite_entry
+from .computations import ComputationLibrary, set_current_library
 from .framework import pattern_set
 
 ENTRY = "main"
@@ -48,7 +49,16 @@ def lower_xhlo(op: Any, pass_: Any) -> None:
                   dynamic)
     config = GreedyRewriteConfig()
     config.max_iterations = 64
-    apply_patterns_and_fold_greedily(op, pattern_set(op.context), config)
+    set_current_library(ComputationLibrary(op))
+    # Sub-computations are emitted from the library where they are used (as scalar
+    # code, or copied back for tensor-level uses), so the originals go.
+    for f in list(op.regions[0].blocks[0].operations):
+        if f.operation.name == "func.func" and f.operation != entry.operation:
+            f.operation.erase()
+    try:
+        apply_patterns_and_fold_greedily(op, pattern_set(op.context), config)
+    finally:
+        set_current_library(None)
     left = _remaining_ops(op)
     if left:
         raise RuntimeError("ops left unlowered: " + "; ".join(left[:5]))

@@ -3,14 +3,17 @@
 `check_ir(text, checks)` runs the PyPI `filecheck` (a Python clone of LLVM's
 FileCheck) on `text` with the dedented `checks`; `check_ir_here(text)` takes
 the checks from the calling test's own `# CHECK...` comments, so the
-expectations sit next to the code that produced the IR.
+expectations sit next to the code that produced the IR. `@isolated` runs a test
+in a child interpreter, so inputs that could crash the process fail one test.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -80,3 +83,41 @@ def check_ir_here(text: str, *extra_args: str) -> None:
     if "CHECK" not in checks:
         raise ValueError("check_ir_here: the calling function has no '# CHECK' comments")
     _run_filecheck(text, checks, extra_args)
+
+
+# ---- crash isolation ------------------------------------------------------------------------
+
+_ISOLATED_ENV = "XLAMLIR_TEST_ISOLATED"
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def isolated(test):
+    """Run `test` in a fresh interpreter (a child pytest on its node id).
+
+    For tests of inputs that could bring the interpreter down (broken IR,
+    unusual layouts): a crash then fails this one test, with the child's
+    output, instead of killing the whole session.
+    """
+
+    @functools.wraps(test)
+    def wrapper(*args, **kwargs):
+        if os.environ.get(_ISOLATED_ENV) == "1":
+            return test(*args, **kwargs)
+        nodeid = os.environ["PYTEST_CURRENT_TEST"].rsplit(" ", 1)[0]
+        env = dict(os.environ, **{_ISOLATED_ENV: "1"})
+        env.pop("PYTEST_ADDOPTS", None)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header",
+             "-W", "ignore::pytest.PytestUnraisableExceptionWarning", nodeid],
+            cwd=_ROOT, env=env, capture_output=True, text=True, timeout=600,
+        )
+        if proc.returncode == 0:
+            return None
+        if proc.returncode < 0:
+            how = f"the interpreter CRASHED ({signal.Signals(-proc.returncode).name})"
+        else:
+            how = f"the test failed in a child interpreter (exit {proc.returncode})"
+        output = (proc.stdout + "\n" + proc.stderr).strip()
+        pytest.fail(f"{how}:\n{output[-6000:]}", pytrace=False)
+
+    return wrapper

@@ -1,0 +1,147 @@
+"""Sub-computations as scalar code: the bodies of reductions, sorts, scatters, maps.
+
+A sub-computation is a private `func.func` of xhlo ops on rank-0 tensors. The
+lowering of an op that applies it per element (reduce, reduce_window, map,
+sort comparators, scatter updates...) needs it as *scalar* arith/math code
+inside a linalg region. `ComputationLibrary` keeps an untouched copy of the
+module (the greedy rewriter lowers the original's functions meanwhile) and
+emits a function's body as scalar ops with the same tables the elementwise
+lowering uses, so `add` becomes one `arith.addf` in a `linalg.reduce` body.
+Imports `dialect` and the lowering modules.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import arith
+from mlir.dialects import complex as cx
+
+from ..dialect.attributes import attribute_values, operand_groups
+from ..dialect.registry import DIALECT, lookup
+from ..dialect.shapes import Shape, shape_from_mlir_type_text
+from . import convert as conv
+from . import scalar
+from .scalar import Elem
+
+
+class NotScalar(Exception):
+    """The computation uses an op that has no scalar form (e.g. a rank-1 value)."""
+
+
+class ComputationLibrary:
+    """Read-only copies of a module's functions, for emitting them as scalar code."""
+
+    def __init__(self, module_op: ir.Operation) -> None:
+        self.module = ir.Module.parse(str(module_op), context=module_op.context)
+        self.functions: dict[str, Any] = {}
+        for f in self.module.body.operations:
+            if f.operation.name == "func.func":
+                self.functions[ir.StringAttr(f.attributes["sym_name"]).value] = f
+
+    def signature(self, symbol: str) -> tuple[list[Shape], Shape]:
+        ftype = ir.FunctionType(ir.TypeAttr(self.functions[symbol].attributes["function_type"]).value)
+        return ([shape_from_mlir_type_text(str(t)) for t in ftype.inputs],
+                shape_from_mlir_type_text(str(ftype.results[0])))
+
+    def emit_scalar(self, symbol: str, args: list[ir.Value]) -> list[ir.Value]:
+        """The function's result leaves, computed as scalar ops from scalar (signless) args."""
+        f = self.functions[symbol]
+        block = f.regions[0].blocks[0]
+        env: dict[ir.Value, Any] = dict(zip(block.arguments, args, strict=True))
+        for op in block.operations:
+            name = op.operation.name
+            if name == "func.return":
+                return _leaves(env[op.operands[0]])
+            if not name.startswith(DIALECT + "."):
+                raise NotScalar(f"{name} in @{symbol}")
+            results = self._emit_op(op.operation, env)
+            env[op.operation.results[0]] = results
+        raise NotScalar(f"@{symbol} has no return")
+
+    def _emit_op(self, op: ir.Operation, env: dict[ir.Value, Any]) -> Any:
+        opdef = lookup(op.name)
+        kind = opdef.name
+        groups = operand_groups(opdef, op)
+        attrs = attribute_values(opdef, op)
+        if kind == "tuple":
+            return ("tuple", [env[v] for v in groups["elements"]])
+        if kind == "get_tuple_element":
+            value = env[groups["operand"]]
+            return value[1][attrs["index"]]
+        for value in list(op.operands) + list(op.results):
+            if not str(value.type).startswith("tensor<") or shape_from_mlir_type_text(
+                    str(value.type)).rank != 0:
+                raise NotScalar(f"{op.name} on {value.type}")
+        if kind == "constant":
+            return _scalar_constant(attrs["value"])
+        if kind == "broadcast_in_dim":
+            return env[groups["operand"]]
+        if kind in ("call",):
+            callee = attrs["to_apply"]
+            return ("tuple", self.emit_scalar(callee, [env[v] for v in groups["operands"]]))
+        operand_types = [shape_from_mlir_type_text(str(v.type)).element_type for v in op.operands]
+        values = [env[v] for v in op.operands]
+        e = Elem(operand_types[0])
+        if kind in scalar.UNARY:
+            return scalar.UNARY[kind](e, values[0])
+        if kind in scalar.BINARY:
+            return scalar.BINARY[kind](e, *values)
+        if kind == "complex":
+            return scalar.complex_create(Elem(_result_type(op)), *values)
+        if kind == "compare":
+            return scalar.compare(e, *values, attrs["comparison_direction"], attrs["compare_type"])
+        if kind == "select":
+            return arith.select(*values)
+        if kind == "clamp":
+            return scalar.clamp(Elem(operand_types[1]), *values)
+        if kind == "convert":
+            return conv.convert(e, Elem(_result_type(op)), values[0])
+        if kind == "reduce_precision":
+            return conv.reduce_precision(e, values[0], attrs["exponent_bits"], attrs["mantissa_bits"])
+        if kind == "bitcast_convert":
+            return arith.bitcast(Elem(_result_type(op)).type, values[0])
+        raise NotScalar(f"{op.name} has no scalar form")
+
+
+def _result_type(op: ir.Operation) -> Any:
+    return shape_from_mlir_type_text(str(op.results[0].type)).element_type
+
+
+def _leaves(value: Any) -> list[ir.Value]:
+    if isinstance(value, tuple) and value and value[0] == "tuple":
+        return [leaf for v in value[1] for leaf in _leaves(v)]
+    return [value]
+
+
+def _scalar_constant(attr: ir.Attribute) -> ir.Value:
+    dense = ir.DenseElementsAttr(attr)
+    shape = shape_from_mlir_type_text(str(dense.type))
+    e = Elem(shape.element_type)
+    if shape.element_type.is_complex:
+        text = str(attr)
+        # dense<(re,im)> : tensor<complex<f32>>
+        re, im = text[text.index("(") + 1: text.index(")")].split(",")
+        part = Elem(shape.element_type.complex_component)
+        return cx.create_(e.type, part.const(float(re)), part.const(float(im)))
+    value = dense.get_splat_value()
+    if shape.element_type.is_integral or shape.element_type.is_pred:
+        raw = ir.IntegerAttr(value).value
+        return arith.constant(e.type, conv._wrap(raw, e.bits) if e.bits > 1 else raw & 1)
+    return arith.ConstantOp(e.type, value).result  # float attributes are already signless
+
+
+_current = threading.local()
+
+
+def current_library() -> ComputationLibrary:
+    library = getattr(_current, "library", None)
+    if library is None:
+        raise RuntimeError("no computation library: lowering runs outside lower_xhlo")
+    return library
+
+
+def set_current_library(library: ComputationLibrary | None) -> None:
+    _current.library = library
