@@ -52,10 +52,10 @@ def _direction_method(direction: str) -> Callable[..., XlaOp]:
 def compare(self: XlaBuilder, lhs: XlaOp, rhs: XlaOp, direction: str,
             comparison_type: str | None = None, broadcast_dimensions: Sequence[int] = ()) -> XlaOp:
     """Elementwise comparison; `comparison_type` None picks XLA's default for the type."""
-    if direction not in COMPARISON_DIRECTIONS:
-        raise ShapeError("compare", [], f"direction must be one of {COMPARISON_DIRECTIONS}, "
-                         f"got {direction!r}")
     lhs, rhs = broadcast_binary_operands(self, "compare", lhs, rhs, broadcast_dimensions)
+    if direction not in COMPARISON_DIRECTIONS:
+        raise ShapeError("compare", [lhs.shape, rhs.shape],
+                         f"direction must be one of {COMPARISON_DIRECTIONS}, got {direction!r}")
     if comparison_type is None:
         comparison_type = default_comparison_type(lhs.shape.element_type)
     return self._emit("compare", [lhs, rhs], {"comparison_direction": direction,
@@ -73,12 +73,13 @@ def clamp(self: XlaBuilder, min: XlaOp, operand: XlaOp, max: XlaOp) -> XlaOp:  #
 
 
 def convert_element_type(self: XlaBuilder, operand: XlaOp, new_element_type: Any) -> XlaOp:
-    return self._emit("convert", [operand], {"new_element_type": _element_type(new_element_type)})
+    new = _element_type("convert_element_type", operand, new_element_type)
+    return self._emit("convert", [operand], {"new_element_type": new})
 
 
 def bitcast_convert_type(self: XlaBuilder, operand: XlaOp, new_element_type: Any) -> XlaOp:
-    return self._emit("bitcast_convert", [operand],
-                      {"new_element_type": _element_type(new_element_type)})
+    new = _element_type("bitcast_convert_type", operand, new_element_type)
+    return self._emit("bitcast_convert", [operand], {"new_element_type": new})
 
 
 def reduce_precision(self: XlaBuilder, operand: XlaOp, exponent_bits: int,
@@ -94,11 +95,15 @@ def broadcast_in_dim(self: XlaBuilder, operand: XlaOp, out_dim_size: Sequence[in
         "broadcast_dimensions": tuple(int(d) for d in broadcast_dimensions)})
 
 
-def _element_type(t: Any) -> Any:
+def _element_type(op: str, operand: Any, t: Any) -> Any:
+    shapes = [operand.shape] if isinstance(operand, XlaOp) else []
     try:
-        return type_of(t)
+        new = type_of(t)
     except ShapeError as e:
-        raise ShapeError("convert", [], f"not an element type: {t!r}") from e
+        raise ShapeError(op, shapes, f"not an element type: {t!r}") from e
+    if not new.is_array_type:
+        raise ShapeError(op, shapes, f"{new} is not an array element type")
+    return new
 
 
 HAND_WRITTEN = {

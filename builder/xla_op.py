@@ -46,6 +46,8 @@ class XlaOp:
 
     # Python has no way to make `==` build an op and stay hashable; XLA users call eq().
     __hash__ = object.__hash__
+    # numpy scalars and arrays on the left defer to our reflected operators.
+    __array_ufunc__ = None
 
     def _bin(self, method: str, other: Any, reverse: bool = False) -> XlaOp:
         other = self.builder._as_op(other, like=self)

@@ -27,7 +27,7 @@ from .registry import (
     AttrKind,
     OpDef,
 )
-from .shapes import PrimitiveType, Shape, to_mlir_type_text, type_from_mlir_name, type_of
+from .shapes import PrimitiveType, Shape, dtype_of, to_mlir_type_text, type_from_mlir_name, type_of
 
 
 def _i64(value: int) -> ir.Attribute:
@@ -35,14 +35,25 @@ def _i64(value: int) -> ir.Attribute:
 
 
 def elements_attr(array: np.ndarray, shape: Shape) -> ir.Attribute:
-    """Dense elements holding `array` exactly, bit for bit (NaN payloads, -0.0)."""
+    """Dense elements holding `array` exactly, bit for bit (NaN payloads, -0.0).
+
+    A complex constant is held as its real view (a trailing dimension of 2): the
+    Python bindings of LLVM 22 cannot read back a complex dense attribute.
+    """
+    if shape.element_type.is_complex:
+        component = shape.element_type.complex_component
+        real_view = np.ascontiguousarray(array, dtype=shape.dtype).view(dtype_of(component))
+        return elements_attr(real_view.reshape(shape.dimensions + (2,)),
+                             Shape.array(component, shape.dimensions + (2,)))
     tensor_type = to_mlir_type_text(shape)
     data = np.ascontiguousarray(array, dtype=shape.dtype).reshape(-1)
     if data.size == 0:
         return ir.Attribute.parse(f"dense<> : {tensor_type}")
     if shape.element_type == PrimitiveType.PRED:
         data = np.packbits(data, bitorder="little")  # MLIR stores i1 hex data bit-packed
-    return ir.Attribute.parse(f'dense<"0x{data.tobytes().hex().upper()}"> : {tensor_type}')
+        return ir.Attribute.parse(f'dense<"0x{data.tobytes().hex().upper()}"> : {tensor_type}')
+    # Raw bytes with an explicit type: exact for every type (bf16, complex, NaN payloads).
+    return ir.DenseElementsAttr.get(data.view(np.uint8), type=ir.Type.parse(tensor_type))
 
 
 def to_mlir(kind: AttrKind, value: Any, shape: Shape | None = None) -> ir.Attribute:
@@ -103,7 +114,7 @@ def from_mlir(kind: AttrKind, attr: ir.Attribute) -> Any:
 
 
 def _dict_value(attr: ir.Attribute) -> Any:
-    if isinstance(attr, ir.IntegerAttr) or ir.IntegerAttr.isinstance(attr):
+    if isinstance(attr, ir.IntegerAttr):
         return ir.IntegerAttr(attr).value
     return tuple(ir.DenseI64ArrayAttr(attr))
 

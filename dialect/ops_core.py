@@ -11,9 +11,18 @@ from .shapes import Shape, shape_from_mlir_type_text
 
 
 def infer_constant(*, value: object, shape: Shape | None = None) -> Shape:
-    if shape is not None:  # from the builder: a numpy value and its shape
+    """From the builder: `shape` is the value's. From parsed text: the attribute's type,
+    where the verifier passes the result type as `shape` to check a complex constant's
+    real view (see `dialect.attributes.elements_attr`)."""
+    if shape is not None and not hasattr(value, "type"):
         return shape
-    return shape_from_mlir_type_text(str(value.type))  # from parsed text: the attribute's type
+    held = shape_from_mlir_type_text(str(value.type))
+    if shape is not None and shape.is_array() and shape.element_type.is_complex:
+        expected = Shape.array(shape.element_type.complex_component, shape.dimensions + (2,))
+        if held != expected:
+            raise ShapeError("constant", [shape], f"a {shape} constant is held as {expected}, got {held}")
+        return shape.with_dims(shape.dimensions)
+    return held
 
 
 def infer_tuple(elements: tuple[Shape, ...]) -> Shape:

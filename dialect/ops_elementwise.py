@@ -44,13 +44,13 @@ def _check_kinds(op: str, shapes: list[Shape], kinds: frozenset) -> None:
             raise ShapeError(op, shapes, f"element type {s.element_type} is not one of: {allowed}")
 
 
-def _same_shapes(op: str, shapes: list[Shape]) -> None:
+def _same_shapes(op: str, shapes: list[Shape], shown: list[Shape] | None = None) -> None:
     first = shapes[0]
     for s in shapes[1:]:
         if s.dimensions != first.dimensions:
-            raise ShapeError(op, shapes, "operands must have the same dimensions")
+            raise ShapeError(op, shown or shapes, "operands must have the same dimensions")
         if s.element_type != first.element_type:
-            raise ShapeError(op, shapes, "operands must have the same element type")
+            raise ShapeError(op, shown or shapes, "operands must have the same element type")
 
 
 def unary(name: str, kinds: frozenset, builders: tuple[str, ...] = (), result: str = "same") -> None:
@@ -117,7 +117,7 @@ def infer_select(pred: Shape, on_true: Shape, on_false: Shape) -> Shape:
     _require_array("select", shapes)
     if pred.element_type != P.PRED:
         raise ShapeError("select", shapes, "the predicate must have element type pred")
-    _same_shapes("select", [on_true, on_false])
+    _same_shapes("select", [on_true, on_false], shapes)
     if pred.rank != 0 and pred.dimensions != on_true.dimensions:
         raise ShapeError("select", shapes, "the predicate must be a scalar or have the operands' dimensions")
     return on_true.with_dims(on_true.dimensions)
@@ -126,7 +126,8 @@ def infer_select(pred: Shape, on_true: Shape, on_false: Shape) -> Shape:
 def infer_clamp(lo: Shape, x: Shape, hi: Shape) -> Shape:
     shapes = [lo, x, hi]
     _require_array("clamp", shapes)
-    _check_kinds("clamp", [x], REAL)
+    if x.element_type not in REAL:
+        raise ShapeError("clamp", shapes, f"element type {x.element_type} cannot be clamped")
     for bound in (lo, hi):
         if bound.element_type != x.element_type:
             raise ShapeError("clamp", shapes, "min, operand and max must have the same element type")
@@ -148,10 +149,10 @@ def infer_bitcast_convert(x: Shape, *, new_element_type: Any) -> Shape:
         if t == P.PRED:
             raise ShapeError("bitcast_convert", [x], "pred has no bit representation to reinterpret")
     old_bits, new_bits = old.bit_width, new.bit_width
+    if (old in COMPLEX or new in COMPLEX) and old != new:
+        raise ShapeError("bitcast_convert", [x], "a complex type only bitcasts to itself")
     if old_bits == new_bits:
         return x.with_element_type(new)
-    if old in COMPLEX or new in COMPLEX:
-        raise ShapeError("bitcast_convert", [x], "complex types only bitcast to types of their width")
     if old_bits > new_bits:
         return Shape.array(new, x.dimensions + (old_bits // new_bits,))
     ratio = new_bits // old_bits
@@ -179,7 +180,7 @@ def infer_complex(lhs: Shape, rhs: Shape) -> Shape:
 
 
 # Unary ops.
-unary("abs", NUMERIC, result="component")
+unary("abs", SINT | FLOAT | COMPLEX, result="component")  # StableHLO: no unsigned abs
 unary("negate", NUMERIC, ("neg",))
 unary("sign", NUMERIC)
 unary("floor", FLOAT)
@@ -193,7 +194,7 @@ unary("log_plus_one", INEXACT, ("log1p",))
 unary("logistic", INEXACT)
 unary("sqrt", INEXACT)
 unary("rsqrt", INEXACT)
-unary("cbrt", FLOAT)
+unary("cbrt", INEXACT)
 unary("sine", INEXACT, ("sin",))
 unary("cosine", INEXACT, ("cos",))
 unary("tan", INEXACT)
@@ -214,8 +215,8 @@ binary("subtract", NUMERIC, ("sub",))
 binary("multiply", ALL, ("mul",))
 binary("divide", NUMERIC, ("div",))
 binary("remainder", REAL, ("rem",))
-binary("maximum", ALL, ("max",))
-binary("minimum", ALL, ("min",))
+binary("maximum", PRED_ | REAL, ("max",))  # XLA:CPU has no complex max/min
+binary("minimum", PRED_ | REAL, ("min",))
 binary("power", NUMERIC, ("pow",))
 binary("atan2", FLOAT)
 binary("and", BITWISE, ("and_",))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import arith
 from mlir.dialects import complex as cx
@@ -24,6 +25,7 @@ from ..dialect.registry import DIALECT, lookup
 from ..dialect.shapes import Shape, shape_from_mlir_type_text
 from . import convert as conv
 from . import scalar
+from .elementwise import from_storage, to_storage
 from .scalar import Elem
 
 
@@ -47,7 +49,18 @@ class ComputationLibrary:
                 shape_from_mlir_type_text(str(ftype.results[0])))
 
     def emit_scalar(self, symbol: str, args: list[ir.Value]) -> list[ir.Value]:
-        """The function's result leaves, computed as scalar ops from scalar (signless) args."""
+        """The function's result leaves, computed as scalar ops from scalar args.
+
+        Arguments and results are in storage types (signless; i8 for pred), as they
+        come out of and go into tensors.
+        """
+        params, result = self.signature(symbol)
+        leaves = result.flatten() if result.is_tuple() else [result]
+        args = [from_storage(a, s.element_type) for a, s in zip(args, params, strict=True)]
+        values = self._emit_body(symbol, args)
+        return [to_storage(v, s.element_type) for v, s in zip(values, leaves, strict=True)]
+
+    def _emit_body(self, symbol: str, args: list[ir.Value]) -> list[ir.Value]:
         f = self.functions[symbol]
         block = f.regions[0].blocks[0]
         env: dict[ir.Value, Any] = dict(zip(block.arguments, args, strict=True))
@@ -76,12 +89,12 @@ class ComputationLibrary:
                     str(value.type)).rank != 0:
                 raise NotScalar(f"{op.name} on {value.type}")
         if kind == "constant":
-            return _scalar_constant(attrs["value"])
+            return _scalar_constant(attrs["value"], shape_from_mlir_type_text(str(op.results[0].type)))
         if kind == "broadcast_in_dim":
             return env[groups["operand"]]
         if kind in ("call",):
             callee = attrs["to_apply"]
-            return ("tuple", self.emit_scalar(callee, [env[v] for v in groups["operands"]]))
+            return ("tuple", self._emit_body(callee, [env[v] for v in groups["operands"]]))
         operand_types = [shape_from_mlir_type_text(str(v.type)).element_type for v in op.operands]
         values = [env[v] for v in op.operands]
         e = Elem(operand_types[0])
@@ -116,17 +129,16 @@ def _leaves(value: Any) -> list[ir.Value]:
     return [value]
 
 
-def _scalar_constant(attr: ir.Attribute) -> ir.Value:
+def _scalar_constant(attr: ir.Attribute, result: Shape) -> ir.Value:
     dense = ir.DenseElementsAttr(attr)
     shape = shape_from_mlir_type_text(str(dense.type))
+    if result.element_type.is_complex:
+        # Held as its real view (re, im); see dialect.attributes.elements_attr.
+        re, im = (float(v) for v in np.array(dense).reshape(-1)[:2])
+        part = Elem(result.element_type.complex_component)
+        return cx.create_(Elem(result.element_type).type, part.const(re), part.const(im))
     e = Elem(shape.element_type)
-    if shape.element_type.is_complex:
-        text = str(attr)
-        # dense<(re,im)> : tensor<complex<f32>>
-        re, im = text[text.index("(") + 1: text.index(")")].split(",")
-        part = Elem(shape.element_type.complex_component)
-        return cx.create_(e.type, part.const(float(re)), part.const(float(im)))
-    value = dense.get_splat_value()
+    value = dense.get_splat_value() if dense.is_splat else dense[0]
     if shape.element_type.is_integral or shape.element_type.is_pred:
         raw = ir.IntegerAttr(value).value
         return arith.constant(e.type, conv._wrap(raw, e.bits) if e.bits > 1 else raw & 1)

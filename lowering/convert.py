@@ -100,19 +100,34 @@ def _wrap(value: int, bits: int) -> int:
     return value - (1 << bits) if value >= 1 << (bits - 1) else value
 
 
-def reduce_precision(e: Elem, x: ir.Value, exponent_bits: int, mantissa_bits: int) -> ir.Value:
-    """XLA's ReducePrecision: round the mantissa to nearest even, then clamp the exponent.
+_FORMATS = {  # (exponent bits, mantissa bits) of each float type's own format
+    PrimitiveType.F16: (5, 10), PrimitiveType.BF16: (8, 7),
+    PrimitiveType.F32: (8, 23), PrimitiveType.F64: (11, 52),
+}
 
-    Mirrors XLA's elemental emitter: values too large become inf, too small
-    flush to signed zero; NaN stays NaN.
+
+def reduce_precision(e: Elem, x: ir.Value, exponent_bits: int, mantissa_bits: int) -> ir.Value:
+    """XLA's ReducePrecision: round the mantissa to nearest even, then clamp the
+    exponent (too large -> inf, too small -> signed zero).
+
+    Mirrors XLA:CPU's elemental emitter: f16/bf16 are computed on f32 bits and
+    rounded back, with the exponent step only when `exponent_bits` is below the
+    type's own (so f16 with (5, 10) is the identity, subnormals kept). NaN stays
+    NaN, except with 0 mantissa bits, where NaN is not representable and becomes inf.
     """
     if is_small_float(e.t):
+        own_exponent = _FORMATS[e.t][0]
         f32 = Elem(P.F32)
-        wide = reduce_precision(f32, arith.extf(f32.type, x), exponent_bits, mantissa_bits)
+        wide = _reduce_precision_bits(f32, arith.extf(f32.type, x), exponent_bits, mantissa_bits,
+                                      exponent_bits < own_exponent)
         return arith.truncf(e.type, wide)
+    return _reduce_precision_bits(e, x, exponent_bits, mantissa_bits, True)
+
+
+def _reduce_precision_bits(e: Elem, x: ir.Value, exponent_bits: int, mantissa_bits: int,
+                           reduce_exponent: bool) -> ir.Value:
+    src_exponent, src_mantissa = _FORMATS[e.t]
     bits = e.bits
-    src_mantissa = 23 if bits == 32 else 52
-    src_exponent = 8 if bits == 32 else 11
     int_type = ir.IntegerType.get_signless(bits)
 
     def c(v: int) -> ir.Value:
@@ -128,7 +143,7 @@ def reduce_precision(e: Elem, x: ir.Value, exponent_bits: int, mantissa_bits: in
         rounding_bias = arith.addi(x_last_mantissa_bit, base_rounding_bias)
         truncation_mask = c(~((1 << shift) - 1))
         result = arith.andi(arith.addi(result, rounding_bias), truncation_mask)
-    if exponent_bits < src_exponent:
+    if reduce_exponent and exponent_bits < src_exponent:
         sign_bit_mask = c(1 << (bits - 1))
         exp_bits_mask = c(((1 << src_exponent) - 1) << src_mantissa)
         exponent_bias = (1 << (src_exponent - 1)) - 1
@@ -142,8 +157,12 @@ def reduce_precision(e: Elem, x: ir.Value, exponent_bits: int, mantissa_bits: in
         x_signed_inf = arith.ori(x_signed_zero, exp_bits_mask)
         result = arith.select(overflow, x_signed_inf, arith.select(underflow, x_signed_zero, result))
     out = arith.bitcast(e.type, result)
-    if mantissa_bits > 0:
-        # A NaN whose payload was rounded away must stay NaN; with no mantissa bits
-        # at all NaN is not representable and XLA leaves the (infinite) result.
-        out = arith.select(arith.cmpf(F.UNO, x, x), x, out)
+    if mantissa_bits < src_mantissa or exponent_bits < src_exponent:
+        is_nan = arith.cmpf(F.UNO, x, x)
+        if mantissa_bits > 0:
+            out = arith.select(is_nan, x, out)
+        else:
+            # The rounding carry may have run into the sign; NaN becomes +inf (XLA).
+            infinity = arith.bitcast(e.type, c(((1 << src_exponent) - 1) << src_mantissa))
+            out = arith.select(is_nan, infinity, out)
     return out

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from mlir import ir
-from mlir.dialects import linalg, tensor
+from mlir.dialects import arith, linalg, tensor
 
-from ..dialect.shapes import Shape
+from ..dialect.shapes import PrimitiveType, Shape
 from . import convert as conv
 from . import scalar
 from .framework import OpView, lowers
@@ -35,8 +35,33 @@ def generic(inputs: Sequence[ir.Value], input_shapes: Sequence[Shape], out_shape
         ["parallel"] * rank)
     block = op.regions[0].blocks[0]
     with ir.InsertionPoint(block):
-        linalg.YieldOp([body(*block.arguments[: len(inputs)])])
+        scalars = [from_storage(a, s.element_type)
+                   for a, s in zip(block.arguments[: len(inputs)], input_shapes, strict=True)]
+        linalg.YieldOp([to_storage(body(*scalars), out_shape.element_type)])
     return op.results[0]
+
+
+def from_storage(value: ir.Value, t: PrimitiveType) -> ir.Value:
+    """A scalar read from a tensor, in the type scalar code computes with
+    (i1 for pred, bf16 for bf16; see `framework.signless_type`)."""
+    if t == PrimitiveType.PRED and value.type != _I1():
+        return arith.trunci(_I1(), value)
+    if t == PrimitiveType.BF16 and value.type != ir.BF16Type.get():
+        return arith.bitcast(ir.BF16Type.get(), value)
+    return value
+
+
+def to_storage(value: ir.Value, t: PrimitiveType) -> ir.Value:
+    """A computed scalar in the type tensors store (i8 for pred, i16 for bf16)."""
+    if t == PrimitiveType.PRED and value.type == _I1():
+        return arith.extui(ir.IntegerType.get_signless(8), value)
+    if t == PrimitiveType.BF16 and value.type == ir.BF16Type.get():
+        return arith.bitcast(ir.IntegerType.get_signless(16), value)
+    return value
+
+
+def _I1() -> ir.Type:  # noqa: N802 - a type, named as MLIR spells it
+    return ir.IntegerType.get_signless(1)
 
 
 @lowers(*scalar.UNARY)
@@ -73,8 +98,6 @@ def lower_compare(v: OpView) -> ir.Value:
 
 @lowers("select")
 def lower_select(v: OpView) -> ir.Value:
-    from mlir.dialects import arith
-
     names = ("pred", "on_true", "on_false")
     return generic([v.args[n] for n in names], [v.shapes[n] for n in names], v.result_shape,
                    v.result_type, lambda p, t, f: arith.select(p, t, f))

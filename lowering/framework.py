@@ -40,14 +40,31 @@ def lowers(*names: str) -> Callable[[Callable[[OpView], Any]], Callable[[OpView]
     return register
 
 
-_SIGNED_ELEMENT = re.compile(r"\b[su]i(\d+)\b")
+_SIGNED_ELEMENT = re.compile(r"(?<=[<x, ])[su]i(\d+)\b")
+
+
+_PRED_ELEMENT = re.compile(r"(?<=[<x, ])i1(?=>)")
+_BF16_ELEMENT = re.compile(r"(?<=[<x, ])bf16(?=>)")
 
 
 def signless_type(t: ir.Type) -> ir.Type:
+    """The storage type of a tensor type: signless integers, i8 for pred, i16 for bf16.
+
+    PRED lives in memory as one byte per element (numpy's bool). Keeping pred
+    tensors as i8 from the linalg stage on means no memref of i1 ever exists:
+    LLVM 22's memref lowering asserts on scalar i1 loads/stores, and vector
+    stores of i1 pack bits. BF16 is stored as i16 because LLVM legalizes bf16
+    values on x86 through f32, which rewrites NaN payloads (bitcast_convert must
+    keep every bit). Scalar code converts with trunci/extui/bitcast
+    (`lowering.elementwise.from_storage`/`to_storage`); the pairs fold away
+    between fused ops.
+    """
     text = str(t)
-    if "ui" not in text and "si" not in text:
+    if "ui" not in text and "si" not in text and "i1>" not in text and "bf16>" not in text:
         return t
-    return ir.Type.parse(_SIGNED_ELEMENT.sub(r"i\1", text))
+    text = _SIGNED_ELEMENT.sub(r"i\1", text)
+    text = _BF16_ELEMENT.sub("i16", _PRED_ELEMENT.sub("i8", text))
+    return ir.Type.parse(text)
 
 
 def cast(value: ir.Value, to: ir.Type) -> ir.Value:

@@ -16,6 +16,7 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from ..dialect.errors import CompileError
+from .destinations import split_shared_inits
 from .lower_pass import lower_xhlo
 from .vectorize import super_vectorize
 
@@ -35,6 +36,7 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "cse",
     ]),
     ("bufferized", [
+        split_shared_inits,  # CSE may have merged two ops' destinations
         "eliminate-empty-tensors",  # results are computed straight into the output buffers
         "empty-tensor-to-alloc-tensor",
         "one-shot-bufferize{bufferize-function-boundaries "
@@ -57,12 +59,12 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
     ]),
     ("llvm", [
         "convert-complex-to-standard",  # complex division/abs with the overflow-safe algorithms
+        "convert-math-to-llvm",  # math ops with LLVM intrinsics (vector forms kept)
+        "convert-math-to-libm",  # the rest (erf, cbrt, atan2...) call libm, element by element
         "convert-vector-to-llvm",
         "expand-strided-metadata",  # before lower-affine: it creates affine.apply
         "lower-affine",
         "arith-expand",
-        "convert-math-to-llvm",  # math ops with LLVM intrinsics
-        "convert-math-to-libm",  # the rest (tanh, erf, cbrt, atan2...) call libm
         "finalize-memref-to-llvm",
         "convert-complex-to-llvm",
         "convert-arith-to-llvm",

@@ -147,6 +147,36 @@ def _float_or_complex(float_fn: Callable, complex_fn: Callable | None = None) ->
     return op
 
 
+def _expm1(x: ir.Value) -> ir.Value:
+    """Kahan's expm1 from exp and log (LLVM lowers math.expm1 to exp(x) - 1, which
+    loses everything near 0): (u - 1) * x / log(u) with u = exp(x)."""
+    one = arith.constant(x.type, 1.0)
+    u = math.exp(x)
+    um1 = arith.subf(u, one)
+    scaled = arith.mulf(um1, arith.divf(x, math.log(u)))  # divide first: no overflow
+    exact = arith.ori(arith.cmpf(F.OEQ, u, one), arith.cmpf(F.OEQ, um1, arith.constant(x.type, -1.0)))
+    result = arith.select(exact, arith.select(arith.cmpf(F.OEQ, u, one), x, um1), scaled)
+    infinite = arith.cmpf(F.OEQ, u, arith.constant(x.type, float("inf")))
+    return arith.select(infinite, u, result)
+
+
+def _log1p(x: ir.Value) -> ir.Value:
+    """Goldberg's log1p: log(u) * x / (u - 1) with u = 1 + x, exact where u == 1."""
+    one = arith.constant(x.type, 1.0)
+    u = arith.addf(one, x)
+    scaled = arith.mulf(math.log(u), arith.divf(x, arith.subf(u, one)))  # divide first
+    small = arith.cmpf(F.OEQ, u, one)
+    infinite = arith.cmpf(F.OEQ, u, arith.constant(x.type, float("inf")))
+    return arith.select(small, x, arith.select(infinite, u, scaled))
+
+
+def _complex_cbrt(x: ir.Value) -> ir.Value:
+    """The principal cube root, exp(log(x) / 3)."""
+    part = ir.ComplexType(x.type).element_type
+    third = cx.create_(x.type, arith.constant(part, 1.0 / 3.0), arith.constant(part, 0.0))
+    return cx.exp(cx.mul(cx.log(x), third))
+
+
 def _rsqrt_complex(x: ir.Value) -> ir.Value:
     return cx.rsqrt(x)
 
@@ -160,13 +190,13 @@ UNARY: dict[str, Callable[..., ir.Value]] = {
     "round_nearest_afz": _float_or_complex(math.round),
     "round_nearest_even": _float_or_complex(math.roundeven),
     "exponential": _float_or_complex(math.exp, cx.exp),
-    "exponential_minus_one": _float_or_complex(math.expm1, cx.expm1),
+    "exponential_minus_one": _float_or_complex(lambda x: _expm1(x), cx.expm1),
     "log": _float_or_complex(math.log, cx.log),
-    "log_plus_one": _float_or_complex(math.log1p, cx.log1p),
+    "log_plus_one": _float_or_complex(lambda x: _log1p(x), cx.log1p),
     "logistic": lambda e, x: logistic(e, x) if e.t.is_complex else f32_compute(logistic)(e, x),
     "sqrt": _float_or_complex(math.sqrt, cx.sqrt),
     "rsqrt": _float_or_complex(math.rsqrt, _rsqrt_complex),
-    "cbrt": _float_or_complex(math.cbrt),
+    "cbrt": _float_or_complex(math.cbrt, lambda x: _complex_cbrt(x)),
     "sine": _float_or_complex(math.sin, cx.sin),
     "cosine": _float_or_complex(math.cos, cx.cos),
     "tan": _float_or_complex(math.tan, cx.tan),
@@ -246,7 +276,7 @@ def maximum(e: Elem, x: ir.Value, y: ir.Value) -> ir.Value:
     if e.t.is_unsigned_int:
         return arith.maxui(x, y)
     if e.t.is_floating:
-        return arith.maximumf(x, y)
+        return _float_extremum(e, x, y, F.OGT, arith.andi)
     return arith.select(_complex_lexicographic_less(x, y), y, x)
 
 
@@ -258,8 +288,21 @@ def minimum(e: Elem, x: ir.Value, y: ir.Value) -> ir.Value:
     if e.t.is_unsigned_int:
         return arith.minui(x, y)
     if e.t.is_floating:
-        return arith.minimumf(x, y)
+        return _float_extremum(e, x, y, F.OLT, arith.ori)
     return arith.select(_complex_lexicographic_less(y, x), y, x)
+
+
+def _float_extremum(e: Elem, x: ir.Value, y: ir.Value, wins: F, join_zeros: Callable) -> ir.Value:
+    """max/min propagating NaN with -0 < +0, spelled out: LLVM's vectorized
+    maximum/minimum returned -0.0 for max(+0.0, -0.0) on this machine."""
+    int_type = ir.IntegerType.get_signless(e.bits)
+    # Equal values: the bits are equal too, except for +-0, where and/or of the
+    # bits picks +0 (max) or -0 (min).
+    equal_case = arith.bitcast(e.type, join_zeros(arith.bitcast(int_type, x),
+                                                   arith.bitcast(int_type, y)))
+    ordered = arith.select(arith.cmpf(wins, x, y), x,
+                           arith.select(arith.cmpf(F.OEQ, x, y), equal_case, y))
+    return arith.select(arith.cmpf(F.UNO, x, y), arith.addf(x, y), ordered)
 
 
 def power(e: Elem, x: ir.Value, y: ir.Value) -> ir.Value:

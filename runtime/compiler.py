@@ -83,10 +83,21 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
             module.operation.attributes[DYNAMIC_STRIDES_ATTR] = ir.UnitAttr.get()
         stages = pipeline.run(module)
         result_leaves = result_leaf_shapes(result_shape)
+        diagnostics: list[str] = []
+
+        def collect(d: Any) -> bool:
+            diagnostics.append(f"{d.location}: {d.message}")
+            return True
+
+        handler = context.attach_diagnostic_handler(collect)
         try:
             engine = ExecutionEngine(module, opt_level=3, shared_libs=runtime_libraries())
-        except Exception as e:  # noqa: BLE001
-            raise CompileError(f"JIT compilation failed: {e}", "jit", str(e)) from None
+        except Exception as e:  # noqa: BLE001 - the binding raises RuntimeError
+            detail = "\n".join(diagnostics) or str(e)
+            raise CompileError(f"JIT compilation failed (the 'llvm' stage must leave only the LLVM "
+                               f"dialect):\n{detail}", "jit", detail) from None
+        finally:
+            handler.detach()
     return Executable(name=name, engine=engine, parameter_shapes=parameter_shapes,
                       result_shape=result_shape, result_leaves=result_leaves, stages=stages,
                       num_replicas=num_replicas, dynamic_strides=dynamic_strides,

@@ -131,7 +131,10 @@ def as_dtype(values, name: str) -> np.ndarray:
         c = np.asarray(values, dtype=np.complex128)
         return _make_complex(round_float(c.real, _COMPONENT[name]),
                              round_float(c.imag, _COMPONENT[name]), name)
-    return np.asarray(values).astype(DTYPES[name])
+    if isinstance(values, np.ndarray):
+        return values.astype(DTYPES[name])
+    # Straight to the type: np.asarray([0, 2**64 - 1]) would go through float64.
+    return np.array(values, dtype=DTYPES[name])
 
 
 def _make_complex(re: np.ndarray, im: np.ndarray, name: str) -> np.ndarray:
@@ -764,20 +767,35 @@ def bitcast_convert(x: np.ndarray, dtype) -> np.ndarray:
 
 
 def reduce_precision(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> np.ndarray:
-    """XLA's ReducePrecision, bit for bit as XLA:CPU's EmitReducePrecisionIR
-    (quiet_nans = false), on the operand's own bits (f16 works on 16 bits).
+    """Round to a format of `exponent_bits` / `mantissa_bits` and back (seed 001
+    ReducePrecision), computed as XLA:CPU's EmitReducePrecisionIR (quiet_nans = false)
+    on float32 / float64 bits; f16 and bf16 operands go through float32 and back (exact).
 
     1. If mantissa_bits is smaller: add the round-to-nearest-even bias and clear the
        dropped bits (a carry into the exponent is correct and may give inf).
-    2. If exponent_bits is smaller: exponents above the reduced range -> +-inf, at or
-       below the reduced minimum -> +-0. Values in the reduced format's subnormal
-       range are flushed to zero, not rounded.
-    3. NaN: the input NaN unchanged if mantissa_bits > 0, else +inf (XLA: a format
-       without mantissa bits has no NaN).
-    Bit counts >= the operand's are a no-op for that part (seed 001 ReducePrecision).
+    2. If exponent_bits is smaller than the operand's own: exponents above the reduced
+       range -> +-inf, at or below the reduced minimum -> +-0, so the reduced format's
+       subnormal range is flushed to zero, not rounded (XLA).
+    3. NaN: the input NaN if mantissa_bits > 0, else +inf (XLA: a format without
+       mantissa bits has no NaN; the seed's "NaN stays NaN" cannot hold there).
+    Bit counts >= the operand's own are a no-op for that part (seed 001; SEMANTICS 5.A):
+    the exponent step is skipped when exponent_bits >= 5 for f16 or >= 8 for bf16, so
+    reduce_precision(f16, 5, 10) is the identity, f16 subnormals included.
     """
     if exponent_bits < 1 or mantissa_bits < 0:
         raise ValueError("exponent_bits must be >= 1 and mantissa_bits >= 0")
+    name = name_of(x)
+    own_exponent_bits = bit_width(name) - 1 - _MANTISSA_BITS[name]
+    reduce_exponent = exponent_bits < own_exponent_bits
+    if name in ("f16", "bf16"):
+        wide = _reduce_precision_bits(x.astype(np.float32), exponent_bits, mantissa_bits, reduce_exponent)
+        with np.errstate(over="ignore"):
+            return wide.astype(x.dtype)    # exact, or inf where rounding overflowed f16
+    return _reduce_precision_bits(x, exponent_bits, mantissa_bits, reduce_exponent)
+
+
+def _reduce_precision_bits(x: np.ndarray, exponent_bits: int, mantissa_bits: int,
+                           reduce_exponent: bool) -> np.ndarray:
     name = name_of(x)
     nbits = bit_width(name)
     src_m = _MANTISSA_BITS[name]
@@ -793,7 +811,7 @@ def reduce_precision(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> n
         base_bias = (last_bit >> 1) - 1
         bias = ((u & last_bit) >> (src_m - mantissa_bits)) + ut.type(base_bias)
         u = ((u + bias) & ut.type(all_ones ^ (last_bit - 1))).astype(ut)
-    if exponent_bits < src_e:
+    if reduce_exponent and exponent_bits < src_e:
         bias = (1 << (src_e - 1)) - 1
         reduced_bias = (1 << (exponent_bits - 1)) - 1
         max_exp = (bias + reduced_bias) << src_m
@@ -980,6 +998,16 @@ def _self_check() -> None:
     nan_in = np.array([np.nan], np.float32)
     assert np.isnan(reduce_precision(nan_in, 5, 2)).all()
     assert reduce_precision(nan_in, 5, 0).tolist() == [np.inf]
+    h16 = EDGE_VALUES["f16"]
+    assert np.array_equal(reduce_precision(h16, 5, 10), h16, equal_nan=True)   # no-op, subnormals too
+    assert np.array_equal(reduce_precision(h16, 8, 7), h16.astype(ml_dtypes.bfloat16).astype(np.float16),
+                          equal_nan=True)                                     # = a bf16 round trip
+    b16 = EDGE_VALUES["bf16"]
+    assert np.array_equal(reduce_precision(b16, 8, 7).astype(np.float32), b16.astype(np.float32),
+                          equal_nan=True)
+    assert reduce_precision(np.array([65504.0], np.float16), 5, 2).tolist() == [np.inf]
+    # a tie with no mantissa bits goes to the even exponent: 1.5 * 2^-23 -> 2^-23
+    assert reduce_precision(np.array([3 * 2.0**-24], np.float16), 5, 0).tolist() == [2.0**-23]
     d = rng.standard_normal(100)
     assert np.array_equal(reduce_precision(d, 11, 52), d)
     assert np.array_equal(reduce_precision(d, 8, 23), d.astype(np.float32).astype(np.float64))
