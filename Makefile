@@ -23,7 +23,7 @@ lint: $(STAMP)
 	$(BIN)/python -m ruff check .
 
 bench: $(STAMP)
-	$(BIN)/python bench/call_overhead.py
+	for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info

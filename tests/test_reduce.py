@@ -403,10 +403,6 @@ def test_module_text_round_trips() -> None:
         xm.compile_mlir(bad)
 
 
-@pytest.mark.xfail(reason="shared pipeline: affine-loop-fusion nests the reduction in the "
-                   "broadcast's 1-trip loop and affine-super-vectorize then emits an invalid "
-                   "transfer_write (fix: affine-loop-normalize{promote-single-iter} first)",
-                   strict=False)
 def test_reduce_then_keepdims_broadcast() -> None:
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
 
