@@ -9,19 +9,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from timing import best_of
 
 import xlamlir as xm
-
-
-def best_of(fn, repeats: int, inner: int) -> float:
-    """Median over `repeats` of the mean time of `inner` calls, in seconds."""
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        samples.append((time.perf_counter() - start) / inner)
-    return float(np.median(samples))
 
 
 def scalar_add() -> tuple[str, float, float, float]:

@@ -20,8 +20,10 @@ import tempfile
 import textwrap
 
 import pytest
+from mlir import ir
 
 import xlamlir as xm
+from xlamlir.dialect.irdl import new_context
 
 _CHECK_COMMENT = re.compile(r"^\s*#\s*(CHECK[A-Z0-9-]*(?:\{[^}]*\})?:.*)$")
 
@@ -121,3 +123,13 @@ def isolated(test):
         pytest.fail(f"{how}:\n{output[-6000:]}", pytrace=False)
 
     return wrapper
+
+
+def stage_text(computation: xm.XlaComputation, stage: str) -> str:
+    """The module after `stage`, running only the stages up to it (nothing is JIT-compiled)."""
+    pipeline = xm.Pipeline.default()
+    names = pipeline.stage_names
+    for later in names[names.index(stage) + 1:]:
+        pipeline.replace(later, [])
+    with new_context(), ir.Location.unknown():
+        return pipeline.run(ir.Module.parse(computation.as_mlir_text()))[stage]

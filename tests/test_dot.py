@@ -15,11 +15,9 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import check_ir
-from mlir import ir
+from conftest import check_ir, stage_text
 
 import xlamlir as xm
-from xlamlir.dialect.irdl import new_context
 from xlamlir.dialect.ops_dot import DotDimensionNumbers
 
 DN = DotDimensionNumbers
@@ -89,16 +87,6 @@ def run_dot(lhs: np.ndarray, rhs: np.ndarray, **kwargs) -> np.ndarray:
 def assert_same(actual: np.ndarray, expected: np.ndarray) -> None:
     assert actual.dtype == expected.dtype and actual.shape == expected.shape
     np.testing.assert_array_equal(actual, expected)
-
-
-def stage_text(computation: xm.XlaComputation, stage: str) -> str:
-    """The module after `stage`, running only the stages up to it (nothing is JIT-compiled)."""
-    pipeline = xm.Pipeline.default()
-    names = pipeline.stage_names
-    for later in names[names.index(stage) + 1:]:
-        pipeline.replace(later, [])
-    with new_context(), ir.Location.unknown():
-        return pipeline.run(ir.Module.parse(computation.as_mlir_text()))[stage]
 
 
 # ---- numerics per element type -------------------------------------------------------------

@@ -20,11 +20,9 @@ from collections.abc import Callable, Sequence
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import check_ir
-from mlir import ir
+from conftest import check_ir, stage_text
 
 import xlamlir as xm
-from xlamlir.dialect.irdl import new_context
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = {"pred": np.dtype(np.bool_), "s8": np.dtype(np.int8), "s16": np.dtype(np.int16),
@@ -93,16 +91,6 @@ def assert_same(actual: np.ndarray, expected: np.ndarray) -> None:
     if actual.dtype == BF16:  # compare bits: numpy's == on bfloat16 goes through float
         actual, expected = actual.view(np.uint16), expected.view(np.uint16)
     np.testing.assert_array_equal(actual, expected)
-
-
-def stage_text(computation: xm.XlaComputation, stage: str) -> str:
-    """The module after `stage`, running only the stages up to it (nothing is JIT-compiled)."""
-    pipeline = xm.Pipeline.default()
-    names = pipeline.stage_names
-    for later in names[names.index(stage) + 1:]:
-        pipeline.replace(later, [])
-    with new_context(), ir.Location.unknown():
-        return pipeline.run(ir.Module.parse(computation.as_mlir_text()))[stage]
 
 
 def reference_pad(x: np.ndarray, value, config: Sequence[tuple[int, int, int]]) -> np.ndarray:

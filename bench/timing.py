@@ -1,0 +1,19 @@
+"""Timing helper shared by the benchmark scripts (run from this folder's parent)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+
+def best_of(fn: Callable[[], object], repeats: int, inner: int) -> float:
+    """Median over `repeats` of the mean time of `inner` calls, in seconds."""
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        samples.append((time.perf_counter() - start) / inner)
+    return float(np.median(samples))
