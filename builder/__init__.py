@@ -1,12 +1,25 @@
 """The XlaBuilder API: XlaBuilder, XlaOp, XlaComputation. Imports `dialect`."""
 
-from . import methods, methods_dot, methods_reduce, methods_shape
+from . import (
+    methods,
+    methods_control,
+    methods_conv,
+    methods_dot,
+    methods_fft,
+    methods_indexing,
+    methods_linalg,
+    methods_reduce,
+    methods_rng,
+    methods_shape,
+    methods_sort,
+)
 from .builder import XlaBuilder
 from .computation import XlaComputation
 from .xla_op import XlaOp
 
 methods.install()
-for _module in (methods_shape, methods_reduce, methods_dot):
+for _module in (methods_shape, methods_reduce, methods_dot, methods_control, methods_conv,
+                methods_fft, methods_indexing, methods_linalg, methods_rng, methods_sort):
     for _name, _fn in _module.METHODS.items():
         setattr(XlaBuilder, _name, _fn)
 

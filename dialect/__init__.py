@@ -3,7 +3,20 @@
 Importing this package registers every op. Imports nothing outside `dialect`.
 """
 
-from . import ops_core, ops_dot, ops_elementwise, ops_reduce, ops_shape  # noqa: F401  (registration)
+from . import (  # noqa: F401  (registration side effects)
+    ops_control,
+    ops_conv,
+    ops_core,
+    ops_dot,
+    ops_elementwise,
+    ops_fft,
+    ops_indexing,
+    ops_linalg,
+    ops_reduce,
+    ops_rng,
+    ops_shape,
+    ops_sort,
+)
 from .errors import ArgumentError, CompileError, ShapeError, XlaError
 from .registry import DIALECT, REGISTRY, OpDef, lookup
 from .shapes import Layout, PrimitiveType, Shape, dtype_of, type_of

@@ -12,7 +12,20 @@ from mlir.dialects import func
 from mlir.rewrite import GreedyRewriteConfig, apply_patterns_and_fold_greedily
 
 from ..dialect.registry import DIALECT
-from . import core, dot, elementwise, reduce, shape  # noqa: F401  (register their lowerings)
+from . import (  # noqa: F401  (register their lowerings)
+    control,
+    conv,
+    core,
+    dot,
+    elementwise,
+    fft,
+    indexing,
+    linalg,
+    reduce,
+    rng,
+    shape,
+    sort,
+)
 from .boundary import DYNAMIC_STRIDES_ATTR, rewrite_entry
 from .computations import ComputationLibrary, set_current_library
 from .framework import pattern_set

@@ -1,0 +1,4 @@
+"""Ops of the linalg family.
+
+Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+"""

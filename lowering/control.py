@@ -1,0 +1,1 @@
+"""Lowerings of the control family. Imports `dialect` and the lowering modules."""

@@ -1,0 +1,1 @@
+"""Lowerings of the conv family. Imports `dialect` and the lowering modules."""

@@ -1,0 +1,1 @@
+"""Lowerings of the fft family. Imports `dialect` and the lowering modules."""

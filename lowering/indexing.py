@@ -1,0 +1,1 @@
+"""Lowerings of the indexing family. Imports `dialect` and the lowering modules."""

@@ -1,0 +1,1 @@
+"""Lowerings of the linalg family. Imports `dialect` and the lowering modules."""

@@ -1,0 +1,1 @@
+"""Lowerings of the rng family. Imports `dialect` and the lowering modules."""

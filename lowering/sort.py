@@ -1,0 +1,1 @@
+"""Lowerings of the sort family. Imports `dialect` and the lowering modules."""
