@@ -7,7 +7,7 @@ from . import (
     methods_dot,
     methods_fft,
     methods_indexing,
-    methods_linalg,
+    methods_linear_algebra,
     methods_reduce,
     methods_rng,
     methods_shape,
@@ -19,7 +19,7 @@ from .xla_op import XlaOp
 
 methods.install()
 for _module in (methods_shape, methods_reduce, methods_dot, methods_control, methods_conv,
-                methods_fft, methods_indexing, methods_linalg, methods_rng, methods_sort):
+                methods_fft, methods_indexing, methods_linear_algebra, methods_rng, methods_sort):
     for _name, _fn in _module.METHODS.items():
         setattr(XlaBuilder, _name, _fn)
 

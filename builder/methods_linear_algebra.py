@@ -1,4 +1,4 @@
-"""Hand-written XlaBuilder methods of the linalg family. Imports `dialect` and `builder`.
+"""Hand-written XlaBuilder methods of the linear_algebra family. Imports `dialect` and `builder`.
 
 Every function in METHODS becomes a method of XlaBuilder (see builder/__init__.py).
 """

@@ -1,4 +1,4 @@
-"""Ops of the linalg family.
+"""Ops of the linear_algebra family.
 
 Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
 """

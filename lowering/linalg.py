@@ -1,1 +1,0 @@
-"""Lowerings of the linalg family. Imports `dialect` and the lowering modules."""

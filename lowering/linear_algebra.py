@@ -1,0 +1,1 @@
+"""Lowerings of the linear_algebra family. Imports `dialect` and the lowering modules."""
