@@ -20,7 +20,7 @@ from . import (  # noqa: F401  (register their lowerings)
     elementwise,
     fft,
     indexing,
-    linalg,
+    linear_algebra,
     reduce,
     rng,
     shape,
