@@ -50,6 +50,12 @@ def _python_scalar_type(value: Any) -> PrimitiveType | None:
     return None
 
 
+def _program_shapes(computation: Any) -> Any:
+    if isinstance(computation, (list, tuple)):
+        return [c.program_shape() for c in computation]
+    return computation.program_shape()
+
+
 class XlaBuilder:
     """Builds one computation: `parameter`, `constant`, the ops, then `build`."""
 
@@ -96,7 +102,7 @@ class XlaBuilder:
                 args.append(op)
                 shapes.append(op.shape)
         # A shape rule sees a sub-computation as its program shape (params, result).
-        infer_attrs = {k: (v.program_shape() if k in opdef.computations else v)
+        infer_attrs = {k: (_program_shapes(v) if k in opdef.computations else v)
                        for k, v in attrs.items()}
         shape = opdef.infer(*shapes, **infer_attrs)
         op = XlaOp(self, shape, opdef=opdef, operands=tuple(args), attrs=attrs,

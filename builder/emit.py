@@ -151,7 +151,12 @@ class ModuleEmitter:
             shape = op.shape if kind is ELEMENTS else None
             attributes[attr_name] = to_mlir(kind, op.attrs[attr_name], shape)
         for comp_name in opdef.computations:
-            attributes[comp_name] = ir.FlatSymbolRefAttr.get(self.computation_symbol(op.attrs[comp_name]))
+            comp = op.attrs[comp_name]
+            if isinstance(comp, (list, tuple)):  # e.g. the branches of a conditional
+                attributes[comp_name] = ir.ArrayAttr.get(
+                    [ir.FlatSymbolRefAttr.get(self.computation_symbol(c)) for c in comp])
+            else:
+                attributes[comp_name] = ir.FlatSymbolRefAttr.get(self.computation_symbol(comp))
         if opdef.results is None:
             result_types = [self.types(s) for s in op.shape.tuple_shapes]
             attributes[RESULT_SEGMENTS] = ir.DenseI32ArrayAttr.get(self._runs(op, result_types))

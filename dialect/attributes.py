@@ -147,7 +147,11 @@ def attribute_values(opdef: OpDef, operation: ir.Operation) -> dict[str, Any]:
     for name, kind in opdef.attrs.items():
         result[name] = from_mlir(kind, operation.attributes[name])
     for name in opdef.computations:
-        result[name] = ir.FlatSymbolRefAttr(operation.attributes[name]).value
+        attr = operation.attributes[name]
+        if isinstance(attr, ir.ArrayAttr):
+            result[name] = [ir.FlatSymbolRefAttr(a).value for a in attr]
+        else:
+            result[name] = ir.FlatSymbolRefAttr(attr).value
     return result
 
 

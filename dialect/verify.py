@@ -32,7 +32,9 @@ def verify_op(op: ir.Operation) -> None:
     shapes = [tuple(s) if isinstance(s, list) else s for s in shapes]
     attrs = attribute_values(opdef, op)
     for name in opdef.computations:
-        attrs[name] = _callee_program_shape(op, attrs[name])
+        symbols = attrs[name]
+        attrs[name] = ([_callee_program_shape(op, s) for s in symbols] if isinstance(symbols, list)
+                       else _callee_program_shape(op, symbols))
     results = [_shape(r.type) for r in op.results]
     if opdef.name == "constant":
         attrs["shape"] = results[0]  # a constant's type is its result's; the rule checks the data

@@ -134,13 +134,14 @@ def rewrite_entry(f: func.FuncOp, dynamic_strides: bool = False) -> list[Shape]:
     return result_leaves
 
 
-def _rebuild(leaves: list[ir.Value], tuple_type: ir.Type) -> ir.Value:
-    """The nested tuple of `tuple_type` built from its leaves, in order."""
+def _rebuild(leaves: list[ir.Value], tuple_type: ir.Type, cast_leaves: bool = False) -> ir.Value:
+    """The nested tuple of `tuple_type` built from its leaves, in order (cast to the
+    tuple's element types if `cast_leaves`)."""
     it = iter(leaves)
 
     def build(t: ir.Type) -> ir.Value:
         if not str(t).startswith("tuple<"):
-            return next(it)
+            return cast(next(it), t) if cast_leaves else next(it)
         tt = ir.TupleType(t)
         return _make_tuple([build(tt.get_type(i)) for i in range(tt.num_types)], t)
 

@@ -60,6 +60,34 @@ class ComputationLibrary:
         values = self._emit_body(symbol, args)
         return [to_storage(v, s.element_type) for v, s in zip(values, leaves, strict=True)]
 
+    def emit_tensor(self, symbol: str, leaves: list[ir.Value]) -> list[ir.Value]:
+        """The function's xhlo ops copied to the insertion point (the greedy rewriter lowers
+        them on its next sweep): `leaves` are the parameters' array leaves, in order, in
+        any storage type; returns the result's leaves (in the function's own types)."""
+        from .boundary import _leaves as tuple_leaves
+        from .boundary import _rebuild
+        from .framework import cast
+
+        f = self.functions[symbol]
+        block = f.regions[0].blocks[0]
+        it = iter(leaves)
+        env: dict[ir.Value, ir.Value] = {}
+        for arg in block.arguments:
+            shape = shape_from_mlir_type_text(str(arg.type))
+            if shape.is_tuple():
+                env[arg] = _rebuild([next(it) for _ in shape.flatten()], arg.type, cast_leaves=True)
+            else:
+                env[arg] = cast(next(it), arg.type)
+        for op in block.operations:
+            if op.operation.name == "func.return":
+                return tuple_leaves(env[op.operands[0]])
+            clone = op.operation.clone()
+            for i, operand in enumerate(op.operation.operands):
+                clone.operands[i] = env[operand]
+            for old, new in zip(op.operation.results, clone.results, strict=True):
+                env[old] = new
+        raise NotScalar(f"@{symbol} has no return")
+
     def _emit_body(self, symbol: str, args: list[ir.Value]) -> list[ir.Value]:
         f = self.functions[symbol]
         block = f.regions[0].blocks[0]

@@ -39,7 +39,8 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         split_shared_inits,  # CSE may have merged two ops' destinations
         "eliminate-empty-tensors",  # results are computed straight into the output buffers
         "empty-tensor-to-alloc-tensor",
-        "one-shot-bufferize{bufferize-function-boundaries "
+        # Loop state may live in fresh buffers each iteration (while loops).
+        "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
         "function-boundary-type-conversion=identity-layout-map}",
         "canonicalize",
         "buffer-deallocation-pipeline",  # frees temporaries the computation allocated
