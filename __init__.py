@@ -33,11 +33,13 @@ from .dialect.shapes import (
 )
 from .lowering import Pipeline
 from .runtime import Executable, compile, compile_mlir
+from .runtime.custom_calls import CustomCallError, register_custom_call
 
 __all__ = [
     "XlaBuilder", "XlaComputation", "XlaOp", "ArgumentError", "CompileError", "ShapeError",
     "XlaError", "BF16", "C64", "C128", "F16", "F32", "F64", "PRED", "S8", "S16", "S32", "S64",
     "TOKEN", "TUPLE", "U8", "U16", "U32", "U64", "Layout", "PrimitiveType", "Shape", "dtype_of",
     "type_of", "Pipeline", "Executable", "compile", "compile_mlir", "DotDimensionNumbers",
+    "register_custom_call", "CustomCallError",
 ]
 __version__ = "0.1.0"

@@ -4,6 +4,7 @@ from . import (
     methods,
     methods_control,
     methods_conv,
+    methods_custom,
     methods_dot,
     methods_fft,
     methods_indexing,
@@ -18,7 +19,7 @@ from .computation import XlaComputation
 from .xla_op import XlaOp
 
 methods.install()
-for _module in (methods_shape, methods_reduce, methods_dot, methods_control, methods_conv,
+for _module in (methods_custom, methods_shape, methods_reduce, methods_dot, methods_control, methods_conv,
                 methods_fft, methods_indexing, methods_linear_algebra, methods_rng, methods_sort):
     for _name, _fn in _module.METHODS.items():
         setattr(XlaBuilder, _name, _fn)

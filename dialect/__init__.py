@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (registration side effects)
     ops_control,
     ops_conv,
     ops_core,
+    ops_custom,
     ops_dot,
     ops_elementwise,
     ops_fft,

@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (register their lowerings)
     control,
     conv,
     core,
+    custom,
     dot,
     elementwise,
     fft,

@@ -20,7 +20,9 @@ from ..dialect.errors import CompileError, ShapeError
 from ..dialect.irdl import new_context
 from ..dialect.verify import program_shape_of, verify_module
 from ..lowering.boundary import DYNAMIC_STRIDES_ATTR, result_leaf_shapes
+from ..lowering.custom import CUSTOM_CALLS_ATTR
 from ..lowering.pipeline import Pipeline
+from .custom_calls import bind_custom_calls
 from .executable import Executable
 
 CACHE_SIZE = 128
@@ -89,6 +91,7 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
             diagnostics.append(f"{d.location}: {d.message}")
             return True
 
+        custom_records = _custom_call_records(module)
         handler = context.attach_diagnostic_handler(collect)
         try:
             engine = ExecutionEngine(module, opt_level=3, shared_libs=runtime_libraries())
@@ -98,11 +101,22 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
                                f"dialect):\n{detail}", "jit", detail) from None
         finally:
             handler.detach()
-    return Executable(name=name, engine=engine, parameter_shapes=parameter_shapes,
+    callback_errors = threading.local()
+    trampolines = bind_custom_calls(engine, custom_records, callback_errors)
+    return Executable(name=name, engine=engine, callbacks=(trampolines, callback_errors),
+                      parameter_shapes=parameter_shapes,
                       result_shape=result_shape, result_leaves=result_leaves, stages=stages,
                       num_replicas=num_replicas, dynamic_strides=dynamic_strides,
                       strided_variant=None if dynamic_strides else _variant_factory(
                           text, pipeline, num_replicas, name))
+
+
+def _custom_call_records(module: ir.Module) -> list[dict[str, str]]:
+    attrs = module.operation.attributes
+    if CUSTOM_CALLS_ATTR not in attrs:
+        return []
+    return [{na.name: ir.StringAttr(na.attr).value for na in ir.DictAttr(entry)}
+            for entry in ir.ArrayAttr(attrs[CUSTOM_CALLS_ATTR])]
 
 
 def _variant_factory(text: str, pipeline: Pipeline, num_replicas: int, name: str) -> Any:

@@ -26,9 +26,12 @@ class Executable:
     def __init__(self, *, name: str, engine: Any, parameter_shapes: list[Shape],
                  result_shape: Shape, result_leaves: list[Shape], stages: dict[str, str],
                  num_replicas: int = 1, dynamic_strides: bool = False,
-                 strided_variant: Callable[[], Executable] | None = None) -> None:
+                 strided_variant: Callable[[], Executable] | None = None,
+                 callbacks: tuple[Any, threading.local] | None = None) -> None:
         self.name = name
         self._engine = engine  # keeps the JIT-compiled code alive
+        # Custom-call trampolines (kept alive with the engine) and their pending errors.
+        self._callbacks, self._callback_errors = callbacks or ((), threading.local())
         self.parameter_shapes = parameter_shapes
         self.result_shape = result_shape
         self.stages = stages
@@ -143,6 +146,12 @@ class Executable:
                 rank = array.ndim
                 buffer[at + 3 + rank: at + 3 + 2 * rank] = [st // array.itemsize for st in array.strides]
         self._entry(packed)
+        pending = self._callback_errors.__dict__.pop("pending", None)
+        if pending:
+            from .custom_calls import CustomCallError
+
+            raise CustomCallError(f"a custom call failed during {self.name}: {pending[0]!r}") \
+                from pending[0]
         return outputs[0] if self._array_result else self._package(outputs)
 
     def _package(self, outputs: list[np.ndarray]) -> Any:

@@ -1,0 +1,80 @@
+"""Lowering of custom_call to a call of an external function the runtime provides.
+
+Each call site becomes a private declaration `@xlamlir_custom_<n>(memrefs...)`
+with `llvm.emit_c_interface`: the operands' leaves (read in place through
+`bufferization.to_buffer`) then one freshly allocated memref per result leaf.
+The module attribute `xhlo.custom_calls` lists, per declaration, the target
+name, the opaque string and the leaf shapes, so the runtime can bind each
+symbol to the registered function. Imports `dialect` and the lowering modules.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import bufferization, func, memref
+
+from ..dialect.shapes import Shape
+from .boundary import _leaves, _rebuild, memref_type
+from .framework import OpView, cast, lowers, shape_of, signless_type, to_signless
+
+CUSTOM_CALLS_ATTR = "xhlo.custom_calls"
+
+
+def _module_of(op: ir.Operation) -> ir.Operation:
+    while op.parent is not None:
+        op = op.parent
+    return op
+
+
+def _declare(module: ir.Operation, types: list[ir.Type], record: dict[str, str]) -> str:
+    body = module.regions[0].blocks[0]
+    existing = list(module.attributes[CUSTOM_CALLS_ATTR]) if CUSTOM_CALLS_ATTR in module.attributes else []
+    symbol = f"xlamlir_custom_{len(existing)}"
+    with ir.InsertionPoint.at_block_begin(body), ir.Location.unknown():
+        decl = func.FuncOp(symbol, ir.FunctionType.get(types, []), visibility="private")
+        decl.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+    entry = ir.DictAttr.get({"symbol": ir.StringAttr.get(symbol),
+                             **{k: ir.StringAttr.get(v) for k, v in record.items()}})
+    module.attributes[CUSTOM_CALLS_ATTR] = ir.ArrayAttr.get(existing + [entry])
+    return symbol
+
+
+@lowers("custom_call")
+def lower_custom_call(v: OpView) -> ir.Value:
+    from ..dialect.attributes import operand_groups
+
+    inputs = [leaf for value in operand_groups(v.opdef, v.op.operation)["inputs"]
+              for leaf in _leaves(value)]
+    result = Shape.parse(v.attrs["result_shape"])
+    result_leaves = result.flatten() if result.is_tuple() else [result]
+    buffers = []
+    for value in inputs:
+        leaf = shape_of(value)
+        buffers.append(bufferization.to_buffer(memref_type(leaf), to_signless(value), read_only=True))
+    outputs = []
+    for leaf in result_leaves:
+        layout = None if leaf.has_default_layout() else leaf.layout.minor_to_major
+        outputs.append(memref.alloc(memref_type(leaf, layout), [], []))
+    record = {
+        "target": v.attrs["call_target_name"],
+        "opaque": v.attrs["backend_config"],
+        "inputs": ";".join(str(shape_of(value)) for value in inputs),
+        "results": ";".join(str(leaf) for leaf in result_leaves),
+    }
+    symbol = _declare(_module_of(v.op.operation), [b.type for b in buffers + outputs], record)
+    func.CallOp([], ir.FlatSymbolRefAttr.get(symbol), buffers + outputs)
+    tensors = []
+    for out, leaf in zip(outputs, result_leaves, strict=True):
+        tensor_type = signless_type(ir.Type.parse(_tensor_text(leaf)))
+        loaded = bufferization.to_tensor(tensor_type, out, restrict=True, writable=True)
+        tensors.append(cast(loaded, ir.Type.parse(_tensor_text(leaf))))
+    result_type = v.op.results[0].type
+    if result.is_tuple():
+        return _rebuild(tensors, result_type)
+    return tensors[0]
+
+
+def _tensor_text(shape: Shape) -> str:
+    from ..dialect.shapes import to_mlir_type_text
+
+    return to_mlir_type_text(shape.with_default_layout())

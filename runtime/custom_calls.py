@@ -1,0 +1,132 @@
+"""The custom-call registry and the trampolines the JIT-compiled code calls.
+
+`register_custom_call(name, fn)` takes a Python function over numpy arrays or a
+ctypes function pointer with XLA's original CPU ABI `void f(void *out, const
+void **in)`. Each call site of a compiled module is bound to a trampoline that
+views the memref descriptors as numpy arrays. A Python exception cannot cross
+the native frames, so it is recorded and raised once the call returns.
+Imports `dialect`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..dialect.errors import ArgumentError, XlaError
+from ..dialect.shapes import Shape
+
+_TARGETS: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+class CustomCallError(XlaError, RuntimeError):
+    """A registered custom-call target raised or returned a wrong value."""
+
+
+def register_custom_call(name: str, fn: Any) -> None:
+    """Register `fn` as the target `name` (replacing an earlier registration)."""
+    if not isinstance(name, str) or not name:
+        raise ArgumentError(f"a custom-call target name must be a non-empty str, got {name!r}")
+    if not (callable(fn) or isinstance(fn, int)):
+        raise ArgumentError(f"custom-call target {name!r} must be callable or a function address")
+    with _LOCK:
+        _TARGETS[name] = fn
+
+
+def _lookup(name: str) -> Any:
+    with _LOCK:
+        if name not in _TARGETS:
+            raise CustomCallError(f"no custom-call target {name!r} is registered "
+                                  "(xm.register_custom_call)")
+        return _TARGETS[name]
+
+
+def _view(descriptor: int, shape: Shape) -> np.ndarray:
+    """A numpy view of the memref behind a descriptor pointer."""
+    rank = shape.rank
+    words = (ctypes.c_int64 * (3 + 2 * rank)).from_address(descriptor)
+    dtype = shape.dtype
+    aligned, offset = words[1], words[2]
+    sizes = tuple(words[3 + i] for i in range(rank))
+    strides = tuple(words[3 + rank + i] * dtype.itemsize for i in range(rank))
+    count = int(np.prod(sizes)) if sizes else 1
+    if count == 0:
+        return np.zeros(sizes, dtype)
+    span = sum((n - 1) * abs(s) for n, s in zip(sizes, strides, strict=True)) + dtype.itemsize
+    raw = (ctypes.c_char * span).from_address(aligned + offset * dtype.itemsize)
+    return np.ndarray(sizes, dtype, buffer=raw, strides=strides)
+
+
+class Trampoline:
+    """Binds one call site (`record` from the lowering) to its registered target."""
+
+    def __init__(self, record: dict[str, str], errors: threading.local) -> None:
+        self.target = record["target"]
+        self.opaque = record["opaque"]
+        self.inputs = [Shape.parse(s) for s in record["inputs"].split(";") if s]
+        self.results = [Shape.parse(s) for s in record["results"].split(";") if s]
+        self.errors = errors
+        count = len(self.inputs) + len(self.results)
+        self.cfunc = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * count))(self._call)
+
+    def _call(self, *descriptors: int) -> None:
+        try:
+            ins = [_view(d, s) for d, s in zip(descriptors, self.inputs, strict=False)]
+            outs = [_view(d, s) for d, s in zip(descriptors[len(self.inputs):], self.results,
+                                                 strict=True)]
+            target = _lookup(self.target)
+            if isinstance(target, (int, ctypes._CFuncPtr)):  # noqa: SLF001 - ctypes' own type
+                self._call_c(target, ins, outs)
+            else:
+                self._call_python(target, ins, outs)
+        except BaseException as e:  # noqa: BLE001 - must not unwind through native frames
+            # Raised by the calling thread's Executable once the native call returns.
+            self.errors.__dict__.setdefault("pending", []).append(e)
+
+    def _call_python(self, target: Callable[..., Any], ins: list[np.ndarray],
+                     outs: list[np.ndarray]) -> None:
+        for array in ins:
+            array.flags.writeable = False
+        value = target(*ins, opaque=self.opaque) if self.opaque else target(*ins)
+        values = list(value) if isinstance(value, (tuple, list)) else [value]
+        if len(values) != len(outs):
+            raise CustomCallError(f"custom call {self.target!r} returned {len(values)} value(s), "
+                                  f"expected {len(outs)}")
+        for out, got, shape in zip(outs, values, self.results, strict=True):
+            got = np.asarray(got)
+            if got.shape != out.shape:
+                raise CustomCallError(f"custom call {self.target!r} returned shape {got.shape}, "
+                                      f"expected {shape}")
+            out[...] = got.astype(out.dtype, copy=False)
+
+    def _call_c(self, target: Any, ins: list[np.ndarray], outs: list[np.ndarray]) -> None:
+        # XLA's original CPU ABI reads dense row-major buffers.
+        dense_ins = [np.ascontiguousarray(a) for a in ins]
+        in_ptrs = (ctypes.c_void_p * max(len(dense_ins), 1))(
+            *[a.ctypes.data for a in dense_ins])
+        dense_outs = [np.empty(o.shape, o.dtype) for o in outs]
+        if len(dense_outs) == 1:
+            out_arg = dense_outs[0].ctypes.data
+        else:
+            out_table = (ctypes.c_void_p * len(dense_outs))(*[a.ctypes.data for a in dense_outs])
+            out_arg = ctypes.addressof(out_table)
+        address = target if isinstance(target, int) else ctypes.cast(target, ctypes.c_void_p).value
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(address)(out_arg, in_ptrs)
+        for out, dense in zip(outs, dense_outs, strict=True):
+            out[...] = dense
+
+
+def bind_custom_calls(engine: Any, records: list[dict[str, str]],
+                      errors: threading.local) -> list[Trampoline]:
+    """Register a trampoline for every custom-call site (before the first lookup)."""
+    trampolines = []
+    for record in records:
+        trampoline = Trampoline(record, errors)
+        engine.register_runtime(record["symbol"], trampoline.cfunc)
+        trampolines.append(trampoline)
+    return trampolines

@@ -1,0 +1,424 @@
+"""Ahead-of-time export: an Executable as a shared library plus a C header.
+
+`export_executable(exe, "out/libaxpy.so")` writes `out/libaxpy.so` and
+`out/libaxpy.h`. The library exports one function, `int NAME(void **args,
+void **results)`, that fills the memref descriptors of the destination-passing
+entry point (`lowering.boundary`) from plain data pointers and calls
+`_mlir_ciface_main`. The toolchain is the one the MLIR/LLVM wheels ship plus
+the system C compiler:
+
+    last pipeline stage (LLVM dialect) --mlir-translate--> LLVM IR
+        --opt -O3--> optimized IR --llc -O3, PIC--> object
+        + generated C wrapper --cc -shared--> lib.so (libc and libm only)
+
+`opt -O3` stands in for the LLVM optimization pipeline the ExecutionEngine
+runs before code generation (llc alone would not run it), so the library runs
+the same code as the JIT. Nothing of MLIR is linked in: the one runner-utils
+function the lowering can call (`memrefCopy`, for copies between
+non-contiguous memrefs) is provided by the wrapper, since the wheel's
+`libmlir_c_runner_utils.so` itself depends on libMLIR. Imports `dialect` and
+`lowering.boundary`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..dialect.errors import CompileError
+from ..dialect.shapes import PrimitiveType, Shape
+from ..lowering.boundary import result_leaf_shapes
+
+#: Default `cpu`: the machine exporting, as the JIT does. Pass a baseline such
+#: as "x86-64" (or "x86-64-v3", ...) for a library meant for other machines.
+HOST_CPU = "native"
+
+_TOOL_TIMEOUT = 600  # seconds; a big module can take a while in opt/llc
+
+# C/C++ keywords and names a C program already owns: an exported symbol must not be one.
+_RESERVED = frozenset("""
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
+    char32_t class compl concept const consteval constexpr constinit const_cast continue co_await
+    co_return co_yield decltype default delete do double dynamic_cast else enum explicit export
+    extern false float for friend goto if inline int long main mutable namespace new noexcept not
+    not_eq nullptr operator or or_eq private protected public register reinterpret_cast requires
+    restrict return short signed sizeof static static_assert static_cast struct switch template
+    this thread_local throw true try typedef typeid typename union unsigned using virtual void
+    volatile wchar_t while xor xor_eq
+""".split())
+
+# The C type one element is stored as; complex types have none (two floats/doubles each).
+_C_TYPES: dict[PrimitiveType, str] = {
+    PrimitiveType.PRED: "uint8_t", PrimitiveType.S8: "int8_t", PrimitiveType.S16: "int16_t",
+    PrimitiveType.S32: "int32_t", PrimitiveType.S64: "int64_t", PrimitiveType.U8: "uint8_t",
+    PrimitiveType.U16: "uint16_t", PrimitiveType.U32: "uint32_t", PrimitiveType.U64: "uint64_t",
+    PrimitiveType.F16: "uint16_t", PrimitiveType.BF16: "uint16_t", PrimitiveType.F32: "float",
+    PrimitiveType.F64: "double",
+}
+
+_ARRAY_TYPES = [t for t in PrimitiveType if t.is_array_type]
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """One array the entry point reads or writes, with the layout the compiled code assumes."""
+
+    role: str  # "ARG" or "RESULT"
+    index: int  # position in args[] / results[]
+    shape: Shape
+    where: str  # what it is in the computation's signature, for the header's comments
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Element strides of the dense array in its layout (the descriptor's strides)."""
+        width = self.shape.element_type.byte_width
+        return tuple(s // width for s in self.shape.byte_strides())
+
+
+def c_identifier(name: str) -> str:
+    """`name` made a valid C identifier that does not clash with a keyword or `main`."""
+    ident = re.sub(r"\W", "_", name, flags=re.ASCII) or "computation"
+    if ident[0].isdigit():
+        ident = "_" + ident
+    if ident in _RESERVED or ident.startswith("_mlir"):
+        ident += "_"
+    return ident
+
+
+def header_path(path: str | os.PathLike[str]) -> Path:
+    """The header written beside the library: same directory and stem, `.h`."""
+    return Path(path).with_suffix(".h")
+
+
+def export_executable(exe: Any, path: str | os.PathLike[str], *, cpu: str = HOST_CPU,
+                      symbol: str | None = None) -> None:
+    """Write `exe` as a shared library at `path` and its C header beside it (same stem, `.h`).
+
+    `cpu` is the `-mcpu` given to opt/llc (default: this machine's, like the JIT);
+    `symbol` overrides the exported function's name (default: the computation's name
+    made a C identifier). Raises CompileError if a tool is missing or fails.
+    """
+    name = c_identifier(symbol if symbol is not None else exe.name)
+    if symbol is not None and name != symbol:
+        raise CompileError(f"export: symbol {symbol!r} is not a usable C identifier "
+                           f"(try {name!r})", "export")
+    args, results = _leaves(exe)
+    library = Path(path)
+    header = header_path(library)
+    if library.suffix == ".h" or library == header:
+        raise CompileError(f"export: {str(library)!r} would be overwritten by its own header", "export")
+    stages = list(exe.stages.values())
+    if not stages:
+        raise CompileError("export: the executable has no pipeline stages", "export")
+    # The last stage is what the JIT compiled (a custom pipeline may rename or add stages).
+    llvm_text = stages[-1]
+    triple = _target_triple()
+    library.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="xlamlir-export-") as tmp:
+        work = Path(tmp)
+        (work / "module.mlir").write_text(llvm_text)
+        _run([_tool("mlir", "mlir-translate"), "--mlir-to-llvmir", "module.mlir", "-o", "module.ll"],
+             work, "mlir-translate")
+        target = [f"-mtriple={triple}", f"-mcpu={cpu}"]
+        _run([_tool("llvm", "opt"), "-O3", *target, "module.ll", "-o", "module.bc"], work, "opt")
+        _run([_tool("llvm", "llc"), "-O3", *target, "-relocation-model=pic", "-filetype=obj",
+              "module.bc", "-o", "module.o"], work, "llc")
+        undefined, defined = _symbols(work / "module.o", work)
+        if "_mlir_ciface_main" not in defined:
+            raise CompileError("export: the compiled module has no _mlir_ciface_main (the last "
+                               "stage must leave the entry point in the LLVM dialect)", "export")
+        if name in undefined or name in defined:
+            raise CompileError(f"export: the exported name {name!r} clashes with a symbol the "
+                               f"compiled code defines or calls; pass symbol= (--symbol) to rename "
+                               f"it", "export")
+        (work / "wrapper.c").write_text(_wrapper_source(name, args, results,
+                                                        "memrefCopy" in undefined))
+        # Only NAME stays global: the object's `main`/`_mlir_ciface_main` would otherwise be
+        # exported and could clash with, or interpose on, the symbols of the program loading it.
+        (work / "exports.map").write_text(f"{{ global: {name}; local: *; }};\n")
+        built = work / "lib.so"
+        _run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-O2", "-fvisibility=hidden",
+              "-o", str(built), "wrapper.c", "module.o", "-Wl,--version-script=exports.map",
+              "-Wl,--no-undefined", "-Wl,-z,noexecstack", "-Wl,--strip-all", "-lm"], work, "cc")
+        # Replace the outputs only once everything built, so a failed export leaves old ones intact.
+        _install(built, library)
+    _write_text(header, _header_source(name, library, args, results, cpu, triple, exe.name))
+
+
+def _leaves(exe: Any) -> tuple[list[_Leaf], list[_Leaf]]:
+    """The argument and result arrays in the entry point's order, with the layouts the
+    compiled code assumes: a non-tuple parameter keeps its layout, leaves of a tuple
+    parameter are row-major (as `lowering.boundary.rewrite_entry` compiles them), and the
+    results are `result_leaf_shapes` (a single array keeps its layout, tuples are flattened)."""
+    args: list[_Leaf] = []
+    for i, shape in enumerate(exe.parameter_shapes):
+        if shape.is_tuple():
+            for j, leaf in enumerate(shape.flatten()):
+                _require_array(leaf, f"parameter {i} leaf {j}")
+                args.append(_Leaf("ARG", len(args), leaf.with_default_layout(),
+                                  f"parameter {i} ({shape}), leaf {j}"))
+        else:
+            _require_array(shape, f"parameter {i}")
+            args.append(_Leaf("ARG", len(args), shape, f"parameter {i}"))
+    results: list[_Leaf] = []
+    tuple_result = exe.result_shape.is_tuple()
+    for j, leaf in enumerate(result_leaf_shapes(exe.result_shape)):
+        _require_array(leaf, f"result leaf {j}")
+        where = f"result element {j} of {exe.result_shape}" if tuple_result else "the result"
+        results.append(_Leaf("RESULT", j, leaf, where))
+    return args, results
+
+
+def _require_array(shape: Shape, where: str) -> None:
+    if not shape.is_array():
+        raise CompileError(f"export: {where} is {shape}; only array parameters and results "
+                           f"(and tuples of them) can be exported", "export")
+
+
+def _tool(package: str, name: str) -> str:
+    """A tool from the `mlir` or `llvm` wheel (bin/ beside the package), else from PATH."""
+    try:
+        module = __import__(package)
+        for root in getattr(module, "__path__", []):
+            candidate = Path(root) / "bin" / name
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+    except ImportError:
+        pass
+    found = shutil.which(name)
+    if found is None:
+        raise CompileError(f"export: cannot find {name!r} (looked in the {package} wheel and PATH)",
+                           "export")
+    return found
+
+
+def _target_triple() -> str:
+    """The C compiler's target, so the object links with the wrapper it compiles."""
+    out = _run([os.environ.get("CC", "cc"), "-dumpmachine"], Path.cwd(), "cc -dumpmachine")
+    triple = out.strip()
+    if not triple:
+        raise CompileError("export: `cc -dumpmachine` printed no target triple", "export")
+    return triple
+
+
+def _run(command: Sequence[str], cwd: Path, what: str) -> str:
+    try:
+        proc = subprocess.run(list(command), cwd=cwd, capture_output=True, text=True,
+                              timeout=_TOOL_TIMEOUT)
+    except FileNotFoundError:
+        raise CompileError(f"export: cannot run {command[0]!r}", "export") from None
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"export: {what} timed out after {_TOOL_TIMEOUT}s", "export") from None
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip()
+        raise CompileError(f"export: {what} failed (exit {proc.returncode}):\n{detail}", "export",
+                           detail)
+    return proc.stdout
+
+
+def _symbols(obj: Path, cwd: Path) -> tuple[set[str], set[str]]:
+    """(undefined, defined external) symbol names of an object file."""
+    nm = _tool("llvm", "llvm-nm")
+    undefined = set(_run([nm, "--undefined-only", "--format=just-symbols", str(obj)], cwd,
+                         "llvm-nm").split())
+    defined = set(_run([nm, "--defined-only", "--extern-only", "--format=just-symbols", str(obj)],
+                       cwd, "llvm-nm").split())
+    return undefined, defined
+
+
+def _install(built: Path, target: Path) -> None:
+    staging = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    shutil.copyfile(built, staging)
+    os.chmod(staging, 0o755)
+    os.replace(staging, target)
+
+
+def _write_text(target: Path, text: str) -> None:
+    staging = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    staging.write_text(text)
+    os.replace(staging, target)
+
+
+# ---- generated C ------------------------------------------------------------------------------
+
+
+def _descriptor_struct(rank: int) -> str:
+    arrays = f" int64_t sizes[{rank}]; int64_t strides[{rank}];" if rank else ""
+    return (f"typedef struct {{ void *allocated; void *aligned; int64_t offset;{arrays} }} "
+            f"memref_r{rank};")
+
+
+# MLIR's CRunnerUtils `memrefCopy(elemSize, UnrankedMemRefType *src, *dst)`: a strided copy
+# between two memrefs of the same shape, needed when finalize-memref-to-llvm cannot prove
+# both sides contiguous. Written here so the library does not need libmlir_c_runner_utils.
+_MEMREF_COPY = r"""
+typedef struct { int64_t rank; void *descriptor; } unranked_memref;
+typedef struct { char *allocated; char *aligned; int64_t offset; int64_t rest[]; } ranked_memref;
+
+void memrefCopy(int64_t elem_size, unranked_memref *src_arg, unranked_memref *dst_arg) {
+  const ranked_memref *src = (const ranked_memref *)src_arg->descriptor;
+  const ranked_memref *dst = (const ranked_memref *)dst_arg->descriptor;
+  const int64_t rank = src_arg->rank;
+  const int64_t *sizes = src->rest, *src_strides = src->rest + rank;
+  const int64_t *dst_strides = dst->rest + rank;
+  char *in = src->aligned + src->offset * elem_size;
+  char *out = dst->aligned + dst->offset * elem_size;
+  int64_t index[64] = {0};  /* memrefs of rank > 64 do not occur */
+  for (int64_t d = 0; d < rank; ++d)
+    if (sizes[d] == 0) return;
+  if (rank == 0 || rank > 64) {
+    memcpy(out, in, (size_t)elem_size);
+    return;
+  }
+  for (;;) {
+    int64_t in_at = 0, out_at = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      in_at += index[d] * src_strides[d];
+      out_at += index[d] * dst_strides[d];
+    }
+    memcpy(out + out_at * elem_size, in + in_at * elem_size, (size_t)elem_size);
+    int64_t d = rank - 1;
+    while (d >= 0 && ++index[d] == sizes[d]) index[d--] = 0;
+    if (d < 0) return;
+  }
+}
+"""
+
+
+def _wrapper_source(name: str, args: list[_Leaf], results: list[_Leaf], memref_copy: bool) -> str:
+    leaves = args + results
+    ranks = sorted({leaf.shape.rank for leaf in leaves})
+    lines = [
+        f"/* Generated by xlamlir: the C entry point `{name}` over the compiled computation. */",
+        "#include <stddef.h>",
+        "#include <stdint.h>",
+        "#include <string.h>",
+        "",
+        *(_descriptor_struct(r) for r in ranks),
+        "",
+        # Every descriptor is passed by pointer (llvm.emit_c_interface), so `void *` is exact.
+        f"extern void _mlir_ciface_main({', '.join(['void *'] * len(leaves)) or 'void'});",
+    ]
+    if memref_copy:
+        lines.append(_MEMREF_COPY)
+    lines += [
+        "",
+        f"__attribute__((visibility(\"default\"))) int {name}(void **args, void **results) {{",
+    ]
+    if args:
+        lines.append("  if (args == NULL) return 1;")
+    if results:
+        lines.append("  if (results == NULL) return 1;")
+    descriptors = []
+    for k, leaf in enumerate(leaves):
+        array = "args" if leaf.role == "ARG" else "results"
+        pointer = f"{array}[{leaf.index}]"
+        if leaf.shape.numel:
+            # An empty array may come as NULL; the code never touches its data.
+            lines.append(f"  if ({pointer} == NULL) return 1;")
+        rank = leaf.shape.rank
+        init = f"{pointer}, {pointer}, 0"
+        if rank:
+            init += (f", {{{', '.join(map(str, leaf.shape.dimensions))}}}, "
+                     f"{{{', '.join(map(str, leaf.strides))}}}")
+        lines.append(f"  memref_r{rank} d{k} = {{{init}}};")
+        descriptors.append(f"&d{k}")
+    lines += [
+        f"  _mlir_ciface_main({', '.join(descriptors)});",
+        "  return 0;",
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _guard(text: str) -> str:
+    return re.sub(r"\W", "_", text, flags=re.ASCII).upper()
+
+
+def _header_source(name: str, library: Path, args: list[_Leaf], results: list[_Leaf], cpu: str,
+                   triple: str, computation: str) -> str:
+    guard = f"XLAMLIR_{_guard(library.stem)}_{_guard(name)}_H_"
+    lines = [
+        f"/* {library.stem}.h: C interface of {library.name}, exported by xlamlir from the",
+        f" * computation {computation!r} for {triple} (-mcpu={cpu}). Generated; do not edit.",
+        " *",
+        f" *   int {name}(void **args, void **results);",
+        " *",
+        f" * args[i] points to argument i's data ({name}_NUM_ARGS of them: one per parameter, a",
+        " * tuple parameter taking one entry per leaf array, depth-first), results[j] to",
+        f" * caller-allocated storage for result j ({name}_NUM_RESULTS: the array result, or each",
+        " * element of a tuple result in order, nested tuples flattened depth-first). Arrays are",
+        " * dense, with the element counts, sizes and types below, aligned at least to their",
+        " * element size, and laid out as their shape's layout says: row-major (C order) unless",
+        " * _LAYOUT gives another minor_to_major (e.g. {0,1}: column-major). pred is one byte per",
+        " * element (0 or 1), f16/bf16 are raw 16-bit patterns, c64/c128 are (real, imaginary)",
+        " * pairs of float/double. Results must not overlap the arguments.",
+        " *",
+        " * Returns 0 on success, 1 if args, results or a pointer in them is NULL (an empty",
+        " * array's pointer may be NULL). The function keeps no state: concurrent calls are safe.",
+        " * The library needs only libc and libm.",
+        " */",
+        f"#ifndef {guard}",
+        f"#define {guard}",
+        "",
+        "#include <stdint.h>",
+        "",
+        "/* Element types, numbered as XLA's PrimitiveType (shared by every exported header). */",
+        "#ifndef XLAMLIR_TYPES_DEFINED",
+        "#define XLAMLIR_TYPES_DEFINED",
+        *(f"#define XLAMLIR_{t.name} {int(t)}" for t in _ARRAY_TYPES),
+        "#endif",
+        "",
+        "#ifdef __cplusplus",
+        'extern "C" {',
+        "#endif",
+        "",
+        f"#define {name}_NUM_ARGS {len(args)}",
+        f"#define {name}_NUM_RESULTS {len(results)}",
+    ]
+    for leaf in args + results:
+        lines += ["", *_leaf_macros(name, leaf)]
+    lines += [
+        "",
+        f"int {name}(void **args, void **results);",
+        "",
+        "#ifdef __cplusplus",
+        "}  /* extern \"C\" */",
+        "#endif",
+        "",
+        f"#endif  /* {guard} */",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _leaf_macros(name: str, leaf: _Leaf) -> list[str]:
+    shape = leaf.shape
+    t = shape.element_type
+    p = f"{name}_{leaf.role}{leaf.index}"
+    mtm = shape.layout.minor_to_major if shape.layout is not None else ()
+    lines = [
+        f"/* {'args' if leaf.role == 'ARG' else 'results'}[{leaf.index}]: {leaf.where}, {shape} */",
+        f'#define {p}_SHAPE "{shape}"',
+        f'#define {p}_DTYPE "{t.text_name}"',
+        f"#define {p}_TYPE XLAMLIR_{t.name}",
+    ]
+    if t in _C_TYPES:
+        lines.append(f"#define {p}_CTYPE {_C_TYPES[t]}")
+    lines += [
+        f"#define {p}_ITEMSIZE {t.byte_width}",
+        f"#define {p}_RANK {shape.rank}",
+        *(f"#define {p}_DIM{d} {n}" for d, n in enumerate(shape.dimensions)),
+        f"#define {p}_COUNT {shape.numel}",
+        f"#define {p}_BYTES {shape.byte_size}",
+        f'#define {p}_LAYOUT "{{{",".join(map(str, mtm))}}}"',
+    ]
+    return lines
