@@ -48,10 +48,10 @@ def _location(op: XlaOp) -> ir.Location:
     return ir.Location.name(name, childLoc=ir.Location.file(filename, line, 0))
 
 
-def _topological(root: XlaOp) -> list[XlaOp]:
+def _topological(roots: list[XlaOp]) -> list[XlaOp]:
     order: list[XlaOp] = []
     seen: set[int] = set()
-    stack: list[tuple[XlaOp, bool]] = [(root, False)]
+    stack: list[tuple[XlaOp, bool]] = [(root, False) for root in reversed(roots)]
     while stack:
         op, expanded = stack.pop()
         if expanded:
@@ -74,6 +74,12 @@ def _inputs(op: XlaOp) -> list[XlaOp]:
     for operand in op.operands:
         flat.extend(operand if isinstance(operand, tuple) else (operand,))
     return flat
+
+
+def _side_effects(builder: XlaBuilder) -> list[XlaOp]:
+    """Ops that run even when nothing uses their result (XLA keeps them too)."""
+    return [op for op in builder.ops if op.opdef is not None
+            and (op.opdef.side_effect or op.attrs.get("has_side_effect"))]
 
 
 def check_parameters(builder: XlaBuilder) -> list[XlaOp]:
@@ -106,7 +112,7 @@ class ModuleEmitter:
             block = f.add_entry_block()
             values: dict[int, ir.Value] = {p.uid: block.arguments[i] for i, p in enumerate(params)}
             with ir.InsertionPoint(block):
-                for op in _topological(root):
+                for op in _topological([*_side_effects(root.builder), root]):
                     if op.uid in values:
                         continue
                     if op.parameter_number is not None:

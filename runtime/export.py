@@ -120,6 +120,7 @@ def export_executable(exe: Any, path: str | os.PathLike[str], *, cpu: str = HOST
     # The last stage is what the JIT compiled (a custom pipeline may rename or add stages).
     llvm_text = stages[-1]
     triple = _target_triple()
+    cpu_note = f"{cpu} = {_host_cpu()}" if cpu == HOST_CPU else cpu
     library.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="xlamlir-export-") as tmp:
         work = Path(tmp)
@@ -149,7 +150,7 @@ def export_executable(exe: Any, path: str | os.PathLike[str], *, cpu: str = HOST
               "-Wl,--no-undefined", "-Wl,-z,noexecstack", "-Wl,--strip-all", "-lm"], work, "cc")
         # Replace the outputs only once everything built, so a failed export leaves old ones intact.
         _install(built, library)
-    _write_text(header, _header_source(name, library, args, results, cpu, triple, exe.name))
+    _write_text(header, _header_source(name, library, args, results, cpu_note, triple, exe.name))
 
 
 def _leaves(exe: Any) -> tuple[list[_Leaf], list[_Leaf]]:
@@ -206,6 +207,13 @@ def _target_triple() -> str:
     if not triple:
         raise CompileError("export: `cc -dumpmachine` printed no target triple", "export")
     return triple
+
+
+def _host_cpu() -> str:
+    """The CPU `-mcpu=native` means, as llc reports it (for the header's comment)."""
+    out = _run([_tool("llvm", "llc"), "--version"], Path.cwd(), "llc --version")
+    found = re.search(r"Host CPU:\s*(\S+)", out)
+    return found.group(1) if found else "unknown"
 
 
 def _run(command: Sequence[str], cwd: Path, what: str) -> str:

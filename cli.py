@@ -1,0 +1,126 @@
+"""The `xlamlir` command line. Subcommands live in `_SUBCOMMANDS`; each adds its own parser.
+
+    xlamlir export FILE.py --function NAME --output out/libfoo.so [--cpu CPU] [--symbol SYM]
+
+`export` imports FILE.py, calls NAME() (a function returning an XlaComputation),
+compiles it and writes the shared library and its header (out/libfoo.h) with
+`runtime.export.export_executable`, for build systems. Exit status: 0 on
+success, 1 if the computation cannot be loaded, built, compiled or exported,
+2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import traceback
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+
+class CliError(Exception):
+    """A failure to report as one line on stderr (exit status 1), without a traceback."""
+
+
+def _add_export(subparsers: Any) -> None:
+    from .runtime.export import HOST_CPU
+
+    p = subparsers.add_parser(
+        "export", help="compile a computation ahead of time to a shared library and C header",
+        description="Import FILE, call FUNCTION() (it must return an XlaComputation), compile "
+                    "it and write OUTPUT (a shared library) and the C header beside it "
+                    "(same stem, .h).")
+    p.add_argument("file", metavar="FILE.py", help="Python file defining the function")
+    p.add_argument("--function", "-f", required=True, metavar="NAME",
+                   help="function of FILE taking no arguments and returning an XlaComputation")
+    p.add_argument("--output", "-o", required=True, metavar="PATH",
+                   help="the shared library to write, e.g. out/libfoo.so (header: out/libfoo.h)")
+    p.add_argument("--cpu", default=HOST_CPU,
+                   help=f"target CPU for the code (default {HOST_CPU!r}: this machine's; use e.g. "
+                        "'x86-64' or 'x86-64-v3' for a library meant for other machines)")
+    p.add_argument("--symbol", default=None,
+                   help="name of the exported C function (default: the computation's name made "
+                        "a C identifier)")
+    p.set_defaults(run=_run_export)
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    import xlamlir as xm
+
+    from .runtime.export import export_executable, header_path
+
+    computation = _call_builder(Path(args.file), args.function)
+    # An Executable is accepted too: the function may want its own pipeline.
+    exe = computation if isinstance(computation, xm.Executable) else xm.compile(computation)
+    export_executable(exe, args.output, cpu=args.cpu, symbol=args.symbol)
+    print(f"wrote {args.output} and {header_path(args.output)}")
+    return 0
+
+
+def _call_builder(file: Path, function: str) -> Any:
+    """`function()` from the Python file `file`, checked to be a computation."""
+    if not file.is_file():
+        raise CliError(f"no such file: {file}")
+    # A unique module name: importing two files with the same stem must not collide.
+    spec = importlib.util.spec_from_file_location(f"_xlamlir_cli_{uuid.uuid4().hex}", file)
+    if spec is None or spec.loader is None:
+        raise CliError(f"cannot import {file} (not a Python file?)")
+    module = importlib.util.module_from_spec(spec)
+    # The file's directory goes first on sys.path so it can import its sibling modules.
+    sys.path.insert(0, str(file.resolve().parent))
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 - any error in user code becomes one message
+        raise CliError(f"importing {file} failed: {_describe(e)}") from e
+    finally:
+        sys.path.pop(0)
+    fn = getattr(module, function, None)
+    if not callable(fn):
+        raise CliError(f"{file} has no function {function!r}")
+    try:
+        result = fn()
+    except Exception as e:  # noqa: BLE001 - as above
+        raise CliError(f"{function}() failed: {_describe(e)}") from e
+    if not hasattr(result, "as_mlir_text") and not hasattr(result, "stages"):
+        raise CliError(f"{function}() returned {type(result).__name__}, expected an XlaComputation")
+    return result
+
+
+def _describe(e: BaseException) -> str:
+    where = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
+    at = f" (at {where.filename}:{where.lineno})" if where else ""
+    return f"{type(e).__name__}: {e}{at}"
+
+
+# Other subcommands: add `(name, add_parser_function)` here; the function registers a parser
+# on `subparsers` whose defaults set `run` to a `(Namespace) -> int` handler.
+_SUBCOMMANDS: list[tuple[str, Callable[[Any], None]]] = [
+    ("export", _add_export),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="xlamlir", description="xlamlir command-line tools")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for _, add in _SUBCOMMANDS:
+        add(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (argparse exits with 2 on bad usage)."""
+    from .dialect.errors import XlaError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except (CliError, XlaError, OSError) as e:
+        print(f"xlamlir {args.command}: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

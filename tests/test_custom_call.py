@@ -1,0 +1,148 @@
+"""custom_call into Python functions and into C functions with XLA's CPU ABI."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import xlamlir as xm
+
+S = xm.Shape.array
+
+
+def test_python_target_with_tuple_result_and_opaque() -> None:
+    seen = {}
+
+    def target(a, b, opaque):
+        seen["opaque"] = opaque
+        seen["readonly"] = not a.flags.writeable
+        return a * 2 + b, np.sum(a, dtype=np.float32)
+
+    xm.register_custom_call("test.twice_plus", target)
+    b = xm.XlaBuilder("cc")
+    x = b.parameter(0, S(xm.F32, (3,)))
+    y = b.parameter(1, S(xm.F32, (3,)))
+    r = b.custom_call("test.twice_plus", [x, b.neg(y)],
+                      xm.Shape.tuple([S(xm.F32, (3,)), S(xm.F32, ())]), opaque="cfg=1")
+    b.tuple([b.add(b.get_tuple_element(r, 0), x), b.get_tuple_element(r, 1)])
+    exe = xm.compile(b.build())
+    xv, yv = np.arange(3, dtype=np.float32), np.ones(3, np.float32)
+    first, total = exe(xv, yv)
+    np.testing.assert_array_equal(first, 3 * xv - yv)
+    assert total == 3.0
+    assert seen == {"opaque": "cfg=1", "readonly": True}
+
+
+def test_python_target_sees_every_dtype() -> None:
+    def target(p, h, u):
+        return ~p, (h.astype(np.float32) * 2).astype(ml_dtypes.bfloat16), u + np.uint64(1)
+
+    xm.register_custom_call("test.dtypes", target)
+    b = xm.XlaBuilder("dtypes")
+    shapes = [S(xm.PRED, (4,)), S(xm.BF16, (4,)), S(xm.U64, (2, 2))]
+    params = [b.parameter(i, s) for i, s in enumerate(shapes)]
+    b.custom_call("test.dtypes", params, xm.Shape.tuple(shapes))
+    p = np.array([True, False, True, False])
+    h = np.array([1.5, -2, 0, 3], ml_dtypes.bfloat16)
+    u = np.array([[0, 2**64 - 1], [5, 6]], np.uint64)
+    rp, rh, ru = xm.compile(b.build())(p, h, u)
+    np.testing.assert_array_equal(rp, ~p)
+    np.testing.assert_array_equal(rh.astype(np.float32), h.astype(np.float32) * 2)
+    np.testing.assert_array_equal(ru, u + np.uint64(1))
+
+
+def test_errors_in_the_target_are_raised_after_the_call() -> None:
+    xm.register_custom_call("test.fails", lambda a: 1 / 0)
+    b = xm.XlaBuilder("fails")
+    b.custom_call("test.fails", [b.parameter(0, S(xm.F32, (2,)))], S(xm.F32, (2,)))
+    exe = xm.compile(b.build())
+    with pytest.raises(xm.CustomCallError) as info:
+        exe(np.zeros(2, np.float32))
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    xm.register_custom_call("test.fails", lambda a: np.zeros(3, np.float32))
+    with pytest.raises(xm.CustomCallError, match="shape"):
+        exe(np.zeros(2, np.float32))
+    xm.register_custom_call("test.fails", lambda a: a + 1)
+    np.testing.assert_array_equal(exe(np.zeros(2, np.float32)), [1, 1])
+
+
+def test_unregistered_target_and_bad_registration() -> None:
+    b = xm.XlaBuilder("missing")
+    b.custom_call("test.never_registered", [b.parameter(0, S(xm.F32, ()))], S(xm.F32, ()))
+    exe = xm.compile(b.build())
+    with pytest.raises(xm.CustomCallError, match="never_registered"):
+        exe(np.float32(1))
+    with pytest.raises(xm.ArgumentError):
+        xm.register_custom_call("", lambda: None)
+    with pytest.raises(xm.ArgumentError):
+        xm.register_custom_call("x", "not callable")
+    with pytest.raises(xm.ShapeError):
+        xm.XlaBuilder("b").custom_call("x", [], "f32[2]")
+
+
+def test_side_effecting_call_with_unused_result_still_runs() -> None:
+    calls = []
+    xm.register_custom_call("test.log", lambda a: (calls.append(a.copy()), a)[1])
+    b = xm.XlaBuilder("log")
+    x = b.parameter(0, S(xm.S32, (2,)))
+    b.custom_call("test.log", [x], S(xm.S32, (2,)), has_side_effect=True)
+    b.add(x, x)
+    out = xm.compile(b.build())(np.array([1, 2], np.int32))
+    np.testing.assert_array_equal(out, [2, 4])
+    assert len(calls) == 1 and calls[0].tolist() == [1, 2]
+
+
+C_SOURCE = r"""
+#include <stdint.h>
+/* XLA's original CPU custom-call ABI: out, then an array of input pointers. */
+void add_scaled(void *out, const void **in) {
+  const float *x = in[0], *y = in[1];
+  float *r = out;
+  for (int i = 0; i < 4; ++i) r[i] = x[i] + 10.0f * y[i];
+}
+void split(void *out, const void **in) {
+  void **outs = out;
+  const int32_t *x = in[0];
+  int32_t *lo = outs[0], *hi = outs[1];
+  for (int i = 0; i < 3; ++i) { lo[i] = x[i] & 0xffff; hi[i] = x[i] >> 16; }
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler on this machine")
+def test_c_function_targets(tmp_path) -> None:
+    source = tmp_path / "targets.c"
+    source.write_text(C_SOURCE)
+    library = tmp_path / "libtargets.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(library), str(source)], check=True)
+    lib = ctypes.CDLL(str(library))
+    xm.register_custom_call("test.c_add_scaled", lib.add_scaled)
+    xm.register_custom_call("test.c_split", ctypes.cast(lib.split, ctypes.c_void_p).value)
+    b = xm.XlaBuilder("c_calls")
+    x = b.parameter(0, S(xm.F32, (4,)))
+    y = b.parameter(1, S(xm.F32, (4,)))
+    z = b.parameter(2, S(xm.S32, (3,)))
+    added = b.custom_call("test.c_add_scaled", [x, b.mul(y, y)], S(xm.F32, (4,)))
+    parts = b.custom_call("test.c_split", [z], xm.Shape.tuple([S(xm.S32, (3,)), S(xm.S32, (3,))]))
+    b.tuple([added, b.get_tuple_element(parts, 0), b.get_tuple_element(parts, 1)])
+    xv = np.arange(4, dtype=np.float32)
+    yv = np.array([1, 2, 3, 4], np.float32)
+    zv = np.array([0x10002, 0x7fff0001, -1], np.int32)
+    added, lo, hi = xm.compile(b.build())(xv, yv, zv)
+    np.testing.assert_array_equal(added, xv + 10 * yv * yv)
+    np.testing.assert_array_equal(lo, zv & 0xFFFF)
+    np.testing.assert_array_equal(hi, zv >> 16)
+
+
+def test_custom_call_hlo_text() -> None:
+    b = xm.XlaBuilder("text")
+    b.custom_call("my.target", [b.parameter(0, S(xm.F32, (2,)))], S(xm.F32, (2, 1)), opaque="o")
+    text = b.build().as_mlir_text()
+    assert '"xhlo.custom_call"' in text
+    assert 'call_target_name = "my.target"' in text and 'backend_config = "o"' in text
+    assert 'result_shape = "f32[2,1]"' in text
