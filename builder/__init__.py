@@ -8,6 +8,7 @@ from . import (
     methods_dot,
     methods_fft,
     methods_indexing,
+    methods_io,
     methods_linear_algebra,
     methods_reduce,
     methods_rng,
@@ -19,8 +20,10 @@ from .computation import XlaComputation
 from .xla_op import XlaOp
 
 methods.install()
-for _module in (methods_custom, methods_shape, methods_reduce, methods_dot, methods_control, methods_conv,
-                methods_fft, methods_indexing, methods_linear_algebra, methods_rng, methods_sort):
+_FAMILIES = (methods_control, methods_conv, methods_custom, methods_dot, methods_fft,
+             methods_indexing, methods_io, methods_linear_algebra, methods_reduce, methods_rng,
+             methods_shape, methods_sort)
+for _module in _FAMILIES:
     for _name, _fn in _module.METHODS.items():
         setattr(XlaBuilder, _name, _fn)
 

@@ -12,6 +12,7 @@ from . import (  # noqa: F401  (registration side effects)
     ops_elementwise,
     ops_fft,
     ops_indexing,
+    ops_io,
     ops_linear_algebra,
     ops_reduce,
     ops_rng,

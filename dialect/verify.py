@@ -105,6 +105,9 @@ def program_shape_of(module: ir.Module) -> tuple[list[Shape], Shape]:
         raise CompileError(f"@{ENTRY} must return exactly one value (use a tuple)", "hlo")
     try:
         params = [_with_layout(_shape(t), _layout(arg_attrs, i)) for i, t in enumerate(ftype.inputs)]
+        if any(leaf.is_token() for p in params for leaf in (p.flatten() if p.is_tuple() else [p])):
+            raise ShapeError("main", params, "the entry computation cannot take a token parameter; "
+                             "make one with create_token()")
         result = _with_layout(_shape(ftype.results[0]), _layout(res_attrs, 0))
     except ShapeError as e:
         raise CompileError(f"unsupported entry signature: {e}", "hlo") from None

@@ -112,7 +112,9 @@ def rewrite_entry(f: func.FuncOp, dynamic_strides: bool = False) -> list[Shape]:
     result_leaves: list[Shape] = []
     new_outputs: list[ir.Type] = []
     with ir.InsertionPoint(ret):
-        values = [leaf for v in ret.operands for leaf in _leaves(v)]
+        # Tokens carry no data: they get no output buffer (the runtime returns None).
+        values = [leaf for v in ret.operands for leaf in _leaves(v)
+                  if not str(leaf.type).startswith("!xhlo.token")]
         for value in values:
             leaf = shape_of(value)
             layout = result_layouts[0] if len(values) == 1 else None
@@ -150,6 +152,8 @@ def _rebuild(leaves: list[ir.Value], tuple_type: ir.Type, cast_leaves: bool = Fa
 
 def result_leaf_shapes(result: Shape) -> list[Shape]:
     """The arrays the entry point writes, in order, with the layouts it writes them in."""
+    if result.is_token():
+        return []
     if not result.is_tuple():
         return [result]
-    return [leaf.with_default_layout() for leaf in result.flatten()]
+    return [leaf.with_default_layout() for leaf in result.flatten() if leaf.is_array()]

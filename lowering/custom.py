@@ -39,25 +39,21 @@ def _declare(module: ir.Operation, types: list[ir.Type], record: dict[str, str])
     return symbol
 
 
-@lowers("custom_call")
-def lower_custom_call(v: OpView) -> ir.Value:
-    from ..dialect.attributes import operand_groups
-
-    inputs = [leaf for value in operand_groups(v.opdef, v.op.operation)["inputs"]
-              for leaf in _leaves(value)]
-    result = Shape.parse(v.attrs["result_shape"])
-    result_leaves = result.flatten() if result.is_tuple() else [result]
+def runtime_call(v: OpView, target: str, opaque: str, inputs: list[ir.Value],
+                 result_leaves: list[Shape]) -> list[ir.Value]:
+    """Call the runtime-bound function for `target` on `inputs` (array leaves, read in
+    place) and return one tensor per result leaf (written into fresh buffers)."""
     buffers = []
     for value in inputs:
-        leaf = shape_of(value)
-        buffers.append(bufferization.to_buffer(memref_type(leaf), to_signless(value), read_only=True))
+        buffers.append(bufferization.to_buffer(memref_type(shape_of(value)), to_signless(value),
+                                               read_only=True))
     outputs = []
     for leaf in result_leaves:
         layout = None if leaf.has_default_layout() else leaf.layout.minor_to_major
         outputs.append(memref.alloc(memref_type(leaf, layout), [], []))
     record = {
-        "target": v.attrs["call_target_name"],
-        "opaque": v.attrs["backend_config"],
+        "target": target,
+        "opaque": opaque,
         "inputs": ";".join(str(shape_of(value)) for value in inputs),
         "results": ";".join(str(leaf) for leaf in result_leaves),
     }
@@ -68,9 +64,26 @@ def lower_custom_call(v: OpView) -> ir.Value:
         tensor_type = signless_type(ir.Type.parse(_tensor_text(leaf)))
         loaded = bufferization.to_tensor(tensor_type, out, restrict=True, writable=True)
         tensors.append(cast(loaded, ir.Type.parse(_tensor_text(leaf))))
-    result_type = v.op.results[0].type
+    return tensors
+
+
+def array_leaves(values: list[ir.Value]) -> list[ir.Value]:
+    """The array leaves of values (tuples flattened, tokens dropped)."""
+    return [leaf for value in values for leaf in _leaves(value)
+            if not str(leaf.type).startswith("!xhlo.token")]
+
+
+@lowers("custom_call")
+def lower_custom_call(v: OpView) -> ir.Value:
+    from ..dialect.attributes import operand_groups
+
+    inputs = array_leaves(list(operand_groups(v.opdef, v.op.operation)["inputs"]))
+    result = Shape.parse(v.attrs["result_shape"])
+    result_leaves = result.flatten() if result.is_tuple() else [result]
+    tensors = runtime_call(v, v.attrs["call_target_name"], v.attrs["backend_config"], inputs,
+                           result_leaves)
     if result.is_tuple():
-        return _rebuild(tensors, result_type)
+        return _rebuild(tensors, v.op.results[0].type)
     return tensors[0]
 
 

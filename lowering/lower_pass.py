@@ -21,6 +21,7 @@ from . import (  # noqa: F401  (register their lowerings)
     elementwise,
     fft,
     indexing,
+    io,
     linear_algebra,
     reduce,
     rng,

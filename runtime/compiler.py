@@ -24,6 +24,8 @@ from ..lowering.custom import CUSTOM_CALLS_ATTR
 from ..lowering.pipeline import Pipeline
 from .custom_calls import bind_custom_calls
 from .executable import Executable
+from .io import Infeed, Outfeed
+from .io import builtins as io_builtins
 
 CACHE_SIZE = 128
 _cache: collections.OrderedDict[Any, Executable] = collections.OrderedDict()
@@ -102,8 +104,11 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         finally:
             handler.detach()
     callback_errors = threading.local()
-    trampolines = bind_custom_calls(engine, custom_records, callback_errors)
+    infeed, outfeed = Infeed(), Outfeed()
+    trampolines = bind_custom_calls(engine, custom_records, callback_errors,
+                                    io_builtins(infeed, outfeed))
     return Executable(name=name, engine=engine, callbacks=(trampolines, callback_errors),
+                      feeds=(infeed, outfeed),
                       parameter_shapes=parameter_shapes,
                       result_shape=result_shape, result_leaves=result_leaves, stages=stages,
                       num_replicas=num_replicas, dynamic_strides=dynamic_strides,

@@ -65,12 +65,14 @@ def _view(descriptor: int, shape: Shape) -> np.ndarray:
 class Trampoline:
     """Binds one call site (`record` from the lowering) to its registered target."""
 
-    def __init__(self, record: dict[str, str], errors: threading.local) -> None:
+    def __init__(self, record: dict[str, str], errors: threading.local,
+                 builtins: dict[str, Callable[..., None]] | None = None) -> None:
         self.target = record["target"]
         self.opaque = record["opaque"]
         self.inputs = [Shape.parse(s) for s in record["inputs"].split(";") if s]
         self.results = [Shape.parse(s) for s in record["results"].split(";") if s]
         self.errors = errors
+        self.builtin = (builtins or {}).get(self.target)
         count = len(self.inputs) + len(self.results)
         self.cfunc = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * count))(self._call)
 
@@ -79,6 +81,9 @@ class Trampoline:
             ins = [_view(d, s) for d, s in zip(descriptors, self.inputs, strict=False)]
             outs = [_view(d, s) for d, s in zip(descriptors[len(self.inputs):], self.results,
                                                  strict=True)]
+            if self.builtin is not None:
+                self.builtin(ins, outs, self.opaque)
+                return
             target = _lookup(self.target)
             if isinstance(target, (int, ctypes._CFuncPtr)):  # noqa: SLF001 - ctypes' own type
                 self._call_c(target, ins, outs)
@@ -121,12 +126,12 @@ class Trampoline:
             out[...] = dense
 
 
-def bind_custom_calls(engine: Any, records: list[dict[str, str]],
-                      errors: threading.local) -> list[Trampoline]:
-    """Register a trampoline for every custom-call site (before the first lookup)."""
+def bind_custom_calls(engine: Any, records: list[dict[str, str]], errors: threading.local,
+                      builtins: dict[str, Callable[..., None]] | None = None) -> list[Trampoline]:
+    """Register a trampoline for every call site (before the first lookup)."""
     trampolines = []
     for record in records:
-        trampoline = Trampoline(record, errors)
+        trampoline = Trampoline(record, errors, builtins)
         engine.register_runtime(record["symbol"], trampoline.cfunc)
         trampolines.append(trampoline)
     return trampolines

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dialect.errors import ArgumentError
+from ..dialect.errors import ArgumentError, XlaError
 from ..dialect.shapes import Shape
 from .arguments import LeafSpec, coerce, strides_fit
 
@@ -27,11 +27,13 @@ class Executable:
                  result_shape: Shape, result_leaves: list[Shape], stages: dict[str, str],
                  num_replicas: int = 1, dynamic_strides: bool = False,
                  strided_variant: Callable[[], Executable] | None = None,
-                 callbacks: tuple[Any, threading.local] | None = None) -> None:
+                 callbacks: tuple[Any, threading.local] | None = None,
+                 feeds: tuple[Any, Any] | None = None) -> None:
         self.name = name
         self._engine = engine  # keeps the JIT-compiled code alive
         # Custom-call trampolines (kept alive with the engine) and their pending errors.
         self._callbacks, self._callback_errors = callbacks or ((), threading.local())
+        self.infeed, self.outfeed = feeds or (None, None)
         self.parameter_shapes = parameter_shapes
         self.result_shape = result_shape
         self.stages = stages
@@ -61,7 +63,7 @@ class Executable:
         self._dynamic = dynamic_strides
         self._make_variant = strided_variant
         self._variant: Executable | None = None
-        self._array_result = not result_shape.is_tuple()
+        self._array_result = result_shape.is_array()
         # raw_lookup resolves the *packed* wrapper `_mlir__mlir_ciface_main(void **args)`,
         # where args[i] points to argument i, itself a pointer to a memref descriptor.
         address = engine.raw_lookup("_mlir_ciface_main")
@@ -150,19 +152,21 @@ class Executable:
         if pending:
             from .custom_calls import CustomCallError
 
+            if isinstance(pending[0], XlaError):
+                raise pending[0]
             raise CustomCallError(f"a custom call failed during {self.name}: {pending[0]!r}") \
                 from pending[0]
         return outputs[0] if self._array_result else self._package(outputs)
 
     def _package(self, outputs: list[np.ndarray]) -> Any:
-        if not self.result_shape.is_tuple():
+        if self.result_shape.is_array():
             return outputs[0]
         it = iter(outputs)
 
         def build(shape: Shape) -> Any:
             if shape.is_tuple():
                 return tuple(build(s) for s in shape.tuple_shapes)
-            return next(it)
+            return None if shape.is_token() else next(it)
 
         return build(self.result_shape)
 
