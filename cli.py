@@ -118,7 +118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except (CliError, XlaError, OSError) as e:
-        print(f"xlamlir {args.command}: error: {e}", file=sys.stderr)
+        message = str(e)
+        # A failing Python pass or user function is the cause; its text is the useful part.
+        cause = e.__cause__
+        if cause is not None and str(cause) not in message:
+            message += f"\n  caused by {type(cause).__name__}: {cause}"
+        print(f"xlamlir {args.command}: error: {message}", file=sys.stderr)
         return 1
 
 

@@ -165,9 +165,10 @@ class XlaBuilder:
         """An XlaComputation taking `param_shapes`: given as one, or traced from a callable."""
         from .computation import XlaComputation
 
-        param_shapes = [s.with_default_layout() if s.is_array() else s for s in param_shapes]
+        # Computations see values in the default layout (XLA compares shapes without them).
+        param_shapes = [s.with_default_layout() if not s.is_token() else s for s in param_shapes]
         if isinstance(computation, XlaComputation):
-            given = [s.with_default_layout() if s.is_array() else s
+            given = [s.with_default_layout() if not s.is_token() else s
                      for s in computation.program_shape()[0]]
             if given != list(param_shapes):
                 raise ShapeError(op_name, param_shapes,

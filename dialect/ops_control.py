@@ -15,7 +15,8 @@ ProgramShape = tuple[list[Shape], Shape]
 
 
 def _plain(shape: Shape) -> Shape:
-    return shape.with_default_layout() if shape.is_array() else shape
+    """The shape without layouts, inside tuples too: XLA compares computation shapes so."""
+    return shape.with_default_layout() if shape.is_array() or shape.is_tuple() else shape
 
 
 def _same(a: Shape, b: Shape) -> bool:

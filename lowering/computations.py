@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith
+from mlir.dialects import arith, scf
 from mlir.dialects import complex as cx
 
 from ..dialect.attributes import attribute_values, operand_groups
@@ -88,6 +88,54 @@ class ComputationLibrary:
                 env[old] = new
         raise NotScalar(f"@{symbol} has no return")
 
+    def _call_scalar(self, symbol: str, args: list[Any]) -> Any:
+        return _structure(self.signature(symbol)[1], self._emit_body(symbol, args))
+
+    def _case_scalar(self, op: ir.Operation, index: ir.Value, branches: list[str],
+                     operands: list[Any]) -> Any:
+        """A conditional in scalar code: scf.if on a pred, scf.index_switch on an s32."""
+        result_shape = self.signature(branches[0])[1]
+        types = _compute_types(result_shape)
+
+        def branch(i: int) -> None:
+            scf.YieldOp(self._emit_body(branches[i], [operands[i]]))
+
+        if index.type == ir.IntegerType.get_signless(1):
+            if_op = scf.IfOp(index, types, has_else=True)
+            with ir.InsertionPoint(if_op.then_block):
+                branch(0)
+            with ir.InsertionPoint(if_op.else_block):
+                branch(1)
+            return _structure(result_shape, list(if_op.results))
+        count = len(branches)
+        i32 = index.type
+        in_range = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, index, arith.constant(i32, 0)),
+                              arith.cmpi(arith.CmpIPredicate.slt, index, arith.constant(i32, count)))
+        chosen = arith.select(in_range, index, arith.constant(i32, count - 1))
+        switch = scf.IndexSwitchOp(types, arith.index_cast(ir.IndexType.get(), chosen),
+                                   list(range(count - 1)))
+        with ir.InsertionPoint(switch.default_block):
+            branch(count - 1)
+        for i in range(count - 1):
+            with ir.InsertionPoint(switch.case_block(i)):
+                branch(i)
+        return _structure(result_shape, list(switch.results))
+
+    def _while_scalar(self, cond: str, body: str, init: Any) -> Any:
+        """A while loop in scalar code: scf.while over the state's scalar leaves."""
+        state_shape = self.signature(body)[1]
+        leaves = _leaves(init)
+        types = [leaf.type for leaf in leaves]
+        loop = scf.WhileOp(types, leaves)
+        before = loop.before.blocks.append(*types)
+        with ir.InsertionPoint(before):
+            (keep_going,) = self._emit_body(cond, [_structure(state_shape, list(before.arguments))])
+            scf.ConditionOp(keep_going, list(before.arguments))
+        after = loop.after.blocks.append(*types)
+        with ir.InsertionPoint(after):
+            scf.YieldOp(self._emit_body(body, [_structure(state_shape, list(after.arguments))]))
+        return _structure(state_shape, list(loop.results))
+
     def _emit_body(self, symbol: str, args: list[ir.Value]) -> list[ir.Value]:
         f = self.functions[symbol]
         block = f.regions[0].blocks[0]
@@ -113,16 +161,21 @@ class ComputationLibrary:
             value = env[groups["operand"]]
             return value[1][attrs["index"]]
         for value in list(op.operands) + list(op.results):
-            if not str(value.type).startswith("tensor<") or shape_from_mlir_type_text(
-                    str(value.type)).rank != 0:
+            shape = shape_from_mlir_type_text(str(value.type))
+            if not all(leaf.is_array() and leaf.rank == 0
+                       for leaf in (shape.flatten() if shape.is_tuple() else [shape])):
                 raise NotScalar(f"{op.name} on {value.type}")
         if kind == "constant":
             return _scalar_constant(attrs["value"], shape_from_mlir_type_text(str(op.results[0].type)))
-        if kind == "broadcast_in_dim":
-            return env[groups["operand"]]
-        if kind in ("call",):
-            callee = attrs["to_apply"]
-            return ("tuple", self._emit_body(callee, [env[v] for v in groups["operands"]]))
+        if kind in ("broadcast_in_dim", "optimization_barrier"):
+            return env[op.operands[0]]
+        if kind == "call":
+            return self._call_scalar(attrs["to_apply"], [env[v] for v in groups["operands"]])
+        if kind == "case":
+            return self._case_scalar(op, env[groups["index"]], attrs["branches"],
+                                     [env[v] for v in groups["branch_operands"]])
+        if kind == "while":
+            return self._while_scalar(attrs["cond"], attrs["body"], env[groups["init"]])
         operand_types = [shape_from_mlir_type_text(str(v.type)).element_type for v in op.operands]
         values = [env[v] for v in op.operands]
         e = Elem(operand_types[0])
@@ -145,6 +198,20 @@ class ComputationLibrary:
         if kind == "bitcast_convert":
             return arith.bitcast(Elem(_result_type(op)).type, values[0])
         raise NotScalar(f"{op.name} has no scalar form")
+
+
+def _structure(shape: Shape, leaves: list[Any]) -> Any:
+    """Leaves regrouped as the (possibly nested) tuple `shape` describes."""
+    it = iter(leaves)
+
+    def build(s: Shape) -> Any:
+        return ("tuple", [build(t) for t in s.tuple_shapes]) if s.is_tuple() else next(it)
+
+    return build(shape)
+
+
+def _compute_types(shape: Shape) -> list[ir.Type]:
+    return [Elem(leaf.element_type).type for leaf in (shape.flatten() if shape.is_tuple() else [shape])]
 
 
 def _result_type(op: ir.Operation) -> Any:

@@ -17,6 +17,7 @@ from mlir.passmanager import PassManager
 
 from ..dialect.errors import CompileError
 from .destinations import split_shared_inits
+from .i1_memory import widen_i1_memrefs
 from .lower_pass import lower_xhlo
 from .vectorize import super_vectorize
 
@@ -59,6 +60,7 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "canonicalize",
     ]),
     ("llvm", [
+        widen_i1_memrefs,  # LLVM 22 asserts on scalar i1 loads/stores (deallocation's buffers)
         "convert-complex-to-standard",  # complex division/abs with the overflow-safe algorithms
         "convert-math-to-llvm",  # math ops with LLVM intrinsics (vector forms kept)
         "convert-math-to-libm",  # the rest (erf, cbrt, atan2...) call libm, element by element
@@ -174,6 +176,8 @@ def _run_one(module: ir.Module, stage: str, spec: PassSpec) -> None:
     except Exception as e:  # noqa: BLE001 - MLIRError or a Python pass's error
         cause = failure[0] if failure else e
         message = "\n".join(diagnostics) or str(e)
+        if failure:  # a Python pass raised: its error is the reason
+            message = f"{failure[0]!r}\n{message}"
         repro = ""
         if isinstance(spec, str):
             repro = (f"\nreproduce with: mlir-opt --pass-pipeline={shlex.quote(f'builtin.module({spec})')}"

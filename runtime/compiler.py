@@ -59,7 +59,7 @@ def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int 
     pipeline = pipeline or Pipeline.default()
     if not isinstance(num_replicas, int) or isinstance(num_replicas, bool) or num_replicas < 1:
         raise CompileError(f"num_replicas must be an int >= 1, got {num_replicas!r}")
-    key = (text, pipeline.fingerprint(), num_replicas, dynamic_strides)
+    key = (text, pipeline.fingerprint(), num_replicas, dynamic_strides, name)
     with _cache_lock:
         cached = _cache.get(key)
         if cached is not None:

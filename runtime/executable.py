@@ -18,6 +18,7 @@ import numpy as np
 from ..dialect.errors import ArgumentError, XlaError
 from ..dialect.shapes import Shape
 from .arguments import LeafSpec, coerce, strides_fit
+from .export import export_executable
 
 
 class Executable:
@@ -87,6 +88,9 @@ class Executable:
 
     def program_shape(self) -> tuple[list[Shape], Shape]:
         return list(self.parameter_shapes), self.result_shape
+
+    # Ahead-of-time export: `exe.export("out/libname.so")` (runtime/export.py).
+    export = export_executable
 
     def __repr__(self) -> str:
         params = ", ".join(map(str, self.parameter_shapes))

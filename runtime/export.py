@@ -16,14 +16,17 @@ runs before code generation (llc alone would not run it), so the library runs
 the same code as the JIT. Nothing of MLIR is linked in: the one runner-utils
 function the lowering can call (`memrefCopy`, for copies between
 non-contiguous memrefs) is provided by the wrapper, since the wheel's
-`libmlir_c_runner_utils.so` itself depends on libMLIR. Imports `dialect` and
-`lowering.boundary`.
+`libmlir_c_runner_utils.so` itself depends on libMLIR; so are the bf16
+conversions LLVM calls on CPUs without them. Only ELF targets (Linux) are
+handled: the link uses a GNU version script. Imports `dialect` and `lowering`.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -35,6 +38,8 @@ from typing import Any
 from ..dialect.errors import CompileError
 from ..dialect.shapes import PrimitiveType, Shape
 from ..lowering.boundary import result_leaf_shapes
+from ..lowering.custom import CUSTOM_CALLS_ATTR
+from ..lowering.rng import RNG_STATE_GLOBAL
 
 #: Default `cpu`: the machine exporting, as the JIT does. Pass a baseline such
 #: as "x86-64" (or "x86-64-v3", ...) for a library meant for other machines.
@@ -109,10 +114,13 @@ def export_executable(exe: Any, path: str | os.PathLike[str], *, cpu: str = HOST
     if symbol is not None and name != symbol:
         raise CompileError(f"export: symbol {symbol!r} is not a usable C identifier "
                            f"(try {name!r})", "export")
+    if getattr(exe, "num_replicas", 1) != 1:
+        raise CompileError(f"export: only single-replica executables can be exported (this one "
+                           f"has num_replicas={exe.num_replicas})", "export")
     args, results = _leaves(exe)
     library = Path(path)
     header = header_path(library)
-    if library.suffix == ".h" or library == header:
+    if library == header:
         raise CompileError(f"export: {str(library)!r} would be overwritten by its own header", "export")
     stages = list(exe.stages.values())
     if not stages:
@@ -135,22 +143,34 @@ def export_executable(exe: Any, path: str | os.PathLike[str], *, cpu: str = HOST
         if "_mlir_ciface_main" not in defined:
             raise CompileError("export: the compiled module has no _mlir_ciface_main (the last "
                                "stage must leave the entry point in the LLVM dialect)", "export")
-        if name in undefined or name in defined:
-            raise CompileError(f"export: the exported name {name!r} clashes with a symbol the "
-                               f"compiled code defines or calls; pass symbol= (--symbol) to rename "
-                               f"it", "export")
+        _refuse_runtime_calls(undefined, llvm_text)
+        seeded = RNG_STATE_GLOBAL in defined
+        exported = [name, f"{name}_seed"] if seeded else [name]
+        clashes = sorted(set(exported) & (undefined | defined))
+        if clashes:
+            raise CompileError(f"export: the exported name {clashes[0]!r} clashes with a symbol "
+                               f"the compiled code defines or calls; pass symbol= (--symbol) to "
+                               f"rename it", "export")
         (work / "wrapper.c").write_text(_wrapper_source(name, args, results,
-                                                        "memrefCopy" in undefined))
-        # Only NAME stays global: the object's `main`/`_mlir_ciface_main` would otherwise be
-        # exported and could clash with, or interpose on, the symbols of the program loading it.
-        (work / "exports.map").write_text(f"{{ global: {name}; local: *; }};\n")
+                                                        "memrefCopy" in undefined, seeded))
+        objects = ["module.o"]
+        if undefined & _BF16_HELPERS:
+            # Written in LLVM IR: bf16 travels in an SSE register, which C cannot portably say.
+            (work / "bf16.ll").write_text(_BF16_IR)
+            _run([_tool("llvm", "llc"), "-O3", *target, "-relocation-model=pic", "-filetype=obj",
+                  "bf16.ll", "-o", "bf16.o"], work, "llc")
+            objects.append("bf16.o")
+        # Only the entry point (and its seed function) stays global: the object's `main`,
+        # `_mlir_ciface_main` or RNG state would otherwise be exported and could clash with,
+        # or interpose on, the symbols of the program loading the library.
+        (work / "exports.map").write_text(f"{{ global: {'; '.join(exported)}; local: *; }};\n")
         built = work / "lib.so"
-        _run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-O2", "-fvisibility=hidden",
-              "-o", str(built), "wrapper.c", "module.o", "-Wl,--version-script=exports.map",
+        _run([*_cc(), "-shared", "-fPIC", "-O2", "-fvisibility=hidden",
+              "-o", str(built), "wrapper.c", *objects, "-Wl,--version-script=exports.map",
               "-Wl,--no-undefined", "-Wl,-z,noexecstack", "-Wl,--strip-all", "-lm"], work, "cc")
+        text = _header_source(name, library, args, results, cpu_note, triple, exe.name, seeded)
         # Replace the outputs only once everything built, so a failed export leaves old ones intact.
-        _install(built, library)
-    _write_text(header, _header_source(name, library, args, results, cpu_note, triple, exe.name))
+        _install({library: (built.read_bytes(), 0o755), header: (text.encode(), 0o644)})
 
 
 def _leaves(exe: Any) -> tuple[list[_Leaf], list[_Leaf]]:
@@ -177,6 +197,21 @@ def _leaves(exe: Any) -> tuple[list[_Leaf], list[_Leaf]]:
     return args, results
 
 
+def _refuse_runtime_calls(undefined: set[str], llvm_text: str) -> None:
+    """custom_call, infeed, outfeed, send and recv call functions the Python runtime binds at
+    JIT time (`lowering.custom`); a library without Python has nothing to bind them to."""
+    symbols = sorted(s.removeprefix("_mlir_ciface_") for s in undefined if "xlamlir_custom_" in s)
+    if not symbols:
+        return
+    # The module attribute lists, per runtime-bound symbol, the custom-call target it stands for.
+    targets = dict(re.findall(r'symbol = "(xlamlir_custom_\d+)", target = "([^"]*)"', llvm_text))
+    names = ", ".join(repr(n) for n in sorted({targets.get(s, s) for s in symbols}))
+    raise CompileError(f"export: the computation calls {names} through custom_call, infeed, "
+                       f"outfeed, send or recv; the Python runtime binds those at JIT time "
+                       f"(module attribute {CUSTOM_CALLS_ATTR}), so it cannot be exported "
+                       f"without Python", "export")
+
+
 def _require_array(shape: Shape, where: str) -> None:
     if not shape.is_array():
         raise CompileError(f"export: {where} is {shape}; only array parameters and results "
@@ -186,7 +221,7 @@ def _require_array(shape: Shape, where: str) -> None:
 def _tool(package: str, name: str) -> str:
     """A tool from the `mlir` or `llvm` wheel (bin/ beside the package), else from PATH."""
     try:
-        module = __import__(package)
+        module = importlib.import_module(package)
         for root in getattr(module, "__path__", []):
             candidate = Path(root) / "bin" / name
             if candidate.is_file() and os.access(candidate, os.X_OK):
@@ -200,9 +235,14 @@ def _tool(package: str, name: str) -> str:
     return found
 
 
+def _cc() -> list[str]:
+    """The system C compiler: $CC (which may carry flags, e.g. "ccache gcc"), else `cc`."""
+    return shlex.split(os.environ.get("CC", "")) or ["cc"]
+
+
 def _target_triple() -> str:
     """The C compiler's target, so the object links with the wrapper it compiles."""
-    out = _run([os.environ.get("CC", "cc"), "-dumpmachine"], Path.cwd(), "cc -dumpmachine")
+    out = _run([*_cc(), "-dumpmachine"], Path.cwd(), "cc -dumpmachine")
     triple = out.strip()
     if not triple:
         raise CompileError("export: `cc -dumpmachine` printed no target triple", "export")
@@ -241,17 +281,23 @@ def _symbols(obj: Path, cwd: Path) -> tuple[set[str], set[str]]:
     return undefined, defined
 
 
-def _install(built: Path, target: Path) -> None:
-    staging = target.with_name(f".{target.name}.tmp{os.getpid()}")
-    shutil.copyfile(built, staging)
-    os.chmod(staging, 0o755)
-    os.replace(staging, target)
-
-
-def _write_text(target: Path, text: str) -> None:
-    staging = target.with_name(f".{target.name}.tmp{os.getpid()}")
-    staging.write_text(text)
-    os.replace(staging, target)
+def _install(files: dict[Path, tuple[bytes, int]]) -> None:
+    """Write every file beside its target under a unique name, then rename them all into
+    place: readers never see a half-written library or a header without its library."""
+    staged: list[tuple[str, Path]] = []
+    try:
+        for target, (data, mode) in files.items():
+            fd, staging = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+            staged.append((staging, target))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(staging, mode)
+        for staging, target in staged:
+            os.replace(staging, target)
+    finally:
+        for staging, _ in staged:
+            if os.path.exists(staging):
+                os.unlink(staging)
 
 
 # ---- generated C ------------------------------------------------------------------------------
@@ -300,7 +346,39 @@ void memrefCopy(int64_t elem_size, unranked_memref *src_arg, unranked_memref *ds
 """
 
 
-def _wrapper_source(name: str, args: list[_Leaf], results: list[_Leaf], memref_copy: bool) -> str:
+# f32/f64 -> bf16, which LLVM's code generator calls on CPUs without bf16 conversion
+# instructions. compiler-rt has them, but libgcc only from GCC 13 on. Round to nearest even;
+# a NaN becomes the quiet NaN of its sign (as the JIT gives); f64 goes through f32 first,
+# which is how the JIT and ml_dtypes round too.
+_BF16_HELPERS = frozenset({"__truncsfbf2", "__truncdfbf2"})
+_BF16_IR = """
+define hidden bfloat @__truncsfbf2(float %f) {
+  %u = bitcast float %f to i32
+  %abs = and i32 %u, 2147483647
+  %isnan = icmp ugt i32 %abs, 2139095040
+  %high = lshr i32 %u, 16
+  %lsb = and i32 %high, 1
+  %bias = add i32 %lsb, 32767
+  %sum = add i32 %u, %bias
+  %rounded = lshr i32 %sum, 16
+  %sign = and i32 %high, 32768
+  %qnan = or i32 %sign, 32704
+  %bits = select i1 %isnan, i32 %qnan, i32 %rounded
+  %short = trunc i32 %bits to i16
+  %result = bitcast i16 %short to bfloat
+  ret bfloat %result
+}
+
+define hidden bfloat @__truncdfbf2(double %d) {
+  %f = fptrunc double %d to float
+  %result = call bfloat @__truncsfbf2(float %f)
+  ret bfloat %result
+}
+"""
+
+
+def _wrapper_source(name: str, args: list[_Leaf], results: list[_Leaf], memref_copy: bool,
+                    seeded: bool) -> str:
     leaves = args + results
     ranks = sorted({leaf.shape.rank for leaf in leaves})
     lines = [
@@ -316,6 +394,17 @@ def _wrapper_source(name: str, args: list[_Leaf], results: list[_Leaf], memref_c
     ]
     if memref_copy:
         lines.append(_MEMREF_COPY)
+    if seeded:
+        # The state `lowering.rng` keeps: a 128-bit counter, low word first; seeding sets it
+        # to (0, seed) as `set_rng_seed` does for the JIT, so both give the same numbers.
+        lines += [
+            "",
+            f"extern uint64_t {RNG_STATE_GLOBAL}[2];",
+            f"__attribute__((visibility(\"default\"))) void {name}_seed(uint64_t seed) {{",
+            f"  {RNG_STATE_GLOBAL}[0] = 0;",
+            f"  {RNG_STATE_GLOBAL}[1] = seed;",
+            "}",
+        ]
     lines += [
         "",
         f"__attribute__((visibility(\"default\"))) int {name}(void **args, void **results) {{",
@@ -352,8 +441,20 @@ def _guard(text: str) -> str:
 
 
 def _header_source(name: str, library: Path, args: list[_Leaf], results: list[_Leaf], cpu: str,
-                   triple: str, computation: str) -> str:
+                   triple: str, computation: str, seeded: bool) -> str:
     guard = f"XLAMLIR_{_guard(library.stem)}_{_guard(name)}_H_"
+    if seeded:
+        state = [
+            " * array's pointer may be NULL).",
+            " *",
+            " * The computation draws random numbers: the library holds the generator's state,",
+            f" * which starts at seed 0 when it is loaded and advances on every call; {name}_seed(n)",
+            " * resets it to seed n. A call and seed give the same numbers as the Python executable",
+            " * (exe.seed(n)). Calls running at the same time race on that state: serialize them.",
+        ]
+    else:
+        state = [" * array's pointer may be NULL). The function keeps no state: concurrent calls",
+                 " * are safe."]
     lines = [
         f"/* {library.stem}.h: C interface of {library.name}, exported by xlamlir from the",
         f" * computation {computation!r} for {triple} (-mcpu={cpu}). Generated; do not edit.",
@@ -371,7 +472,8 @@ def _header_source(name: str, library: Path, args: list[_Leaf], results: list[_L
         " * pairs of float/double. Results must not overlap the arguments.",
         " *",
         " * Returns 0 on success, 1 if args, results or a pointer in them is NULL (an empty",
-        " * array's pointer may be NULL). The function keeps no state: concurrent calls are safe.",
+        *state,
+        " *",
         " * The library needs only libc and libm.",
         " */",
         f"#ifndef {guard}",
@@ -391,12 +493,14 @@ def _header_source(name: str, library: Path, args: list[_Leaf], results: list[_L
         "",
         f"#define {name}_NUM_ARGS {len(args)}",
         f"#define {name}_NUM_RESULTS {len(results)}",
+        f"#define {name}_HAS_RNG_STATE {int(seeded)}",
     ]
     for leaf in args + results:
         lines += ["", *_leaf_macros(name, leaf)]
     lines += [
         "",
         f"int {name}(void **args, void **results);",
+        *([f"void {name}_seed(uint64_t seed);"] if seeded else []),
         "",
         "#ifdef __cplusplus",
         "}  /* extern \"C\" */",
