@@ -1,6 +1,9 @@
 """The `xlamlir` command line. Subcommands live in `_SUBCOMMANDS`; each adds its own parser.
 
     xlamlir export FILE.py --function NAME --output out/libfoo.so [--cpu CPU] [--symbol SYM]
+    xlamlir stages FILE.py [--function build] [--stage NAME] [--after-each-pass]
+    xlamlir run FILE.mlir --args a.npy b.npy [--output out.npy]
+    xlamlir ops
 
 `export` imports FILE.py, calls NAME() (a function returning an XlaComputation),
 compiles it and writes the shared library and its header (out/libfoo.h) with
@@ -95,10 +98,111 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}{at}"
 
 
+def _add_stages(subparsers: Any) -> None:
+    p = subparsers.add_parser("stages", help="print the MLIR of every pipeline stage",
+                              description="Import FILE, call FUNCTION() (returning an "
+                              "XlaComputation), compile it and print its stages.")
+    p.add_argument("file", metavar="FILE.py")
+    p.add_argument("--function", "-f", default="build", metavar="NAME",
+                   help="function of FILE returning an XlaComputation (default: build)")
+    p.add_argument("--stage", metavar="NAME", help="print only this stage")
+    p.add_argument("--after-each-pass", action="store_true",
+                   help="print the module after every pass instead of after every stage")
+    p.set_defaults(run=_run_stages)
+
+
+def _run_stages(args: argparse.Namespace) -> int:
+    import os
+
+    import xlamlir as xm
+
+    computation = _call_builder(Path(args.file), args.function)
+    if args.after_each_pass:
+        os.environ["XLAMLIR_DUMP_PASSES"] = "1"
+        xm.runtime.clear_cache()  # a cached executable has no per-pass text
+    exe = computation if isinstance(computation, xm.Executable) else xm.compile(computation)
+    if args.stage is not None and args.stage not in exe.stages:
+        raise CliError(f"no stage {args.stage!r}; stages are {', '.join(exe.stages)}")
+    if args.after_each_pass:
+        for stage, name, text in exe.pass_stages or []:
+            if args.stage in (None, stage):
+                print(f"// ----- {stage}: after {name}\n{text}")
+        return 0
+    for stage, text in exe.stages.items():
+        if args.stage in (None, stage):
+            print(f"// ----- stage {stage}\n{text}")
+    return 0
+
+
+def _add_run(subparsers: Any) -> None:
+    p = subparsers.add_parser("run", help="compile and run a module given as MLIR text",
+                              description="Compile FILE.mlir (the xhlo dialect, entry @main) and "
+                              "run it on arrays loaded from .npy files.")
+    p.add_argument("file", metavar="FILE.mlir")
+    p.add_argument("--args", nargs="*", default=[], metavar="ARG.npy",
+                   help="one .npy file per parameter, in order")
+    p.add_argument("--output", "-o", metavar="OUT.npy", help="also save an array result here")
+    p.set_defaults(run=_run_run)
+
+
+def _run_run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    import xlamlir as xm
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise CliError(f"no such file: {path}")
+    exe = xm.compile_mlir(path.read_text())
+    values = [np.load(a) for a in args.args]
+    result = exe(*values)
+    np.set_printoptions(threshold=200)
+    if isinstance(result, tuple):
+        for i, value in enumerate(result):
+            print(f"result {i}: {value!r}")
+    else:
+        print(repr(result))
+        if args.output:
+            np.save(args.output, result)
+    return 0
+
+
+def _add_ops(subparsers: Any) -> None:
+    p = subparsers.add_parser("ops", help="list every supported op", description="List every op "
+                              "of the dialect registry with its operands, attributes and builder "
+                              "methods.")
+    p.set_defaults(run=_run_ops)
+
+
+def _run_ops(args: argparse.Namespace) -> int:
+    from .dialect.registry import REGISTRY
+
+    for name in sorted(REGISTRY):
+        print(op_signature(REGISTRY[name]))
+    return 0
+
+
+def op_signature(opdef: Any) -> str:
+    """One line: `name(operands) {attributes} [computations] -> builder methods: doc`."""
+    operands = ", ".join(o.name + ("..." if o.variadic else "") for o in opdef.operands)
+    attrs = ", ".join(f"{k}: {v.name}" for k, v in opdef.attrs.items())
+    comps = ", ".join(opdef.computations)
+    parts = [f"{opdef.name}({operands})"]
+    if attrs:
+        parts.append(f"{{{attrs}}}")
+    if comps:
+        parts.append(f"[{comps}]")
+    methods = ", ".join(opdef.builders) or "-"
+    return f"{' '.join(parts)}  builder: {methods}  -- {opdef.doc}"
+
+
 # Other subcommands: add `(name, add_parser_function)` here; the function registers a parser
 # on `subparsers` whose defaults set `run` to a `(Namespace) -> int` handler.
 _SUBCOMMANDS: list[tuple[str, Callable[[Any], None]]] = [
     ("export", _add_export),
+    ("stages", _add_stages),
+    ("run", _add_run),
+    ("ops", _add_ops),
 ]
 
 

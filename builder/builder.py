@@ -104,9 +104,14 @@ class XlaBuilder:
         # A shape rule sees a sub-computation as its program shape (params, result).
         infer_attrs = {k: (_program_shapes(v) if k in opdef.computations else v)
                        for k, v in attrs.items()}
-        shape = opdef.infer(*shapes, **infer_attrs)
-        op = XlaOp(self, shape, opdef=opdef, operands=tuple(args), attrs=attrs,
-                   location=user_location())
+        location = user_location()
+        try:
+            shape = opdef.infer(*shapes, **infer_attrs)
+        except ShapeError as e:
+            if location is not None and " (at " not in str(e):
+                e.args = (f"{e.args[0]} (at {location[0]}:{location[1]})", *e.args[1:])
+            raise
+        op = XlaOp(self, shape, opdef=opdef, operands=tuple(args), attrs=attrs, location=location)
         self.ops.append(op)
         return op
 

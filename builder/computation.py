@@ -27,6 +27,7 @@ class XlaComputation:
         self._builder = builder
         self._root = root
         self._text = text
+        self._located_text: str | None = None
 
     @classmethod
     def from_builder(cls, builder: XlaBuilder, root: XlaOp) -> XlaComputation:
@@ -42,11 +43,15 @@ class XlaComputation:
         assert self._builder is not None and self._root is not None
         emitter.emit_function(name, check_parameters(self._builder), self._root, private=private)
 
-    def as_mlir_text(self) -> str:
+    def as_mlir_text(self, locations: bool = False) -> str:
+        """The module in the xhlo dialect; with `locations`, every op carries the Python
+        file:line that built it (what the compiler parses, so diagnostics name it)."""
         if self._text is None:
             emitter = ModuleEmitter()
             self.emit_into(emitter, "main", private=False)
-            self._text = emitter.text()
+            self._text, self._located_text = emitter.text()
+        if locations:
+            return self._located_text or self._text
         return self._text
 
     def __str__(self) -> str:
@@ -58,3 +63,20 @@ class XlaComputation:
 
     def _cache_key(self) -> Any:
         return self.as_mlir_text()
+
+    def to_dot(self) -> str:
+        """The computation as a Graphviz graph (ops with shapes, sub-computations as clusters)."""
+        from .graph import to_dot
+
+        return to_dot(self)
+
+    def render(self, path: str, fmt: str | None = None) -> str:
+        """Render the graph with Graphviz's `dot` to `path` (format from its suffix)."""
+        from .graph import render
+
+        return render(self, path, fmt)
+
+    def _repr_svg_(self) -> str | None:
+        from .graph import svg
+
+        return svg(self)

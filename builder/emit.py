@@ -194,6 +194,7 @@ class ModuleEmitter:
         computation.emit_into(self, name)
         return name
 
-    def text(self) -> str:
+    def text(self) -> tuple[str, str]:
+        """The module's text, without and with source locations."""
         self.module.operation.verify()
-        return str(self.module)
+        return str(self.module), self.module.operation.get_asm(enable_debug_info=True)

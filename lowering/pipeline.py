@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import shlex
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -131,12 +132,22 @@ class Pipeline:
         body = "; ".join(f"{n}: {', '.join(_describe(p) for p in ps)}" for n, ps in self._stages)
         return f"Pipeline({body})"
 
-    def run(self, module: ir.Module) -> dict[str, str]:
-        """Run every stage on `module` in place; the text after each stage, by stage name."""
+    def run(self, module: ir.Module, timings: list[tuple[str, str, float]] | None = None,
+            after_each_pass: list[tuple[str, str, str]] | None = None) -> dict[str, str]:
+        """Run every stage on `module` in place; the text after each stage, by stage name.
+
+        `timings` collects (stage, pass, seconds) for every pass; `after_each_pass`
+        collects (stage, pass, module text) after every pass (costly: for dumps).
+        """
         stages: dict[str, str] = {}
         for name, passes in self._stages:
             for spec in passes:
+                start = time.perf_counter()
                 _run_one(module, name, spec)
+                if timings is not None:
+                    timings.append((name, _describe(spec), time.perf_counter() - start))
+                if after_each_pass is not None:
+                    after_each_pass.append((name, _describe(spec), str(module)))
             stages[name] = str(module)
         return stages
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
+import time
 from typing import Any
 
 from mlir import ir
@@ -24,6 +25,7 @@ from ..lowering.custom import CUSTOM_CALLS_ATTR
 from ..lowering.pipeline import Pipeline
 from .custom_calls import bind_custom_calls
 from .executable import Executable
+from .inspection import compile_stats, dump_compilation
 from .io import Infeed, Outfeed
 from .io import builtins as io_builtins
 
@@ -43,14 +45,15 @@ def runtime_libraries() -> list[str]:
 
 def compile(computation: Any, pipeline: Pipeline | None = None, num_replicas: int = 1) -> Executable:  # noqa: A001
     """Compile an XlaComputation to an Executable."""
-    text = computation.as_mlir_text() if hasattr(computation, "as_mlir_text") else None
-    if text is None:
+    if not hasattr(computation, "as_mlir_text"):
         raise ShapeError("compile", [], f"expected an XlaComputation, got {type(computation).__name__}")
-    return compile_mlir(text, pipeline, num_replicas, name=computation.name)
+    return compile_mlir(computation.as_mlir_text(), pipeline, num_replicas, name=computation.name,
+                        located_text=computation.as_mlir_text(locations=True))
 
 
 def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int = 1,
-                 name: str = "main", *, dynamic_strides: bool = False) -> Executable:
+                 name: str = "main", *, dynamic_strides: bool = False,
+                 located_text: str | None = None) -> Executable:
     """Compile a module in the xhlo dialect given as MLIR text; `main` is the entry point.
 
     `dynamic_strides` compiles the variant whose inputs take any strides; executables
@@ -64,8 +67,14 @@ def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int 
         cached = _cache.get(key)
         if cached is not None:
             _cache.move_to_end(key)
+            cached.compile_stats["cache_hits"] += 1
             return cached
-    executable = _compile_uncached(text, pipeline, num_replicas, name, dynamic_strides)
+    # The cache key ignores locations: the same computation built elsewhere is a hit.
+    executable = _compile_uncached(located_text or text, pipeline, num_replicas, name,
+                                   dynamic_strides)
+    dump_to = os.environ.get("XLAMLIR_DUMP_TO")
+    if dump_to and not dynamic_strides:
+        dump_compilation(executable, dump_to)
     with _cache_lock:
         _cache[key] = executable
         while len(_cache) > CACHE_SIZE:
@@ -75,6 +84,7 @@ def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int 
 
 def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: str,
                       dynamic_strides: bool) -> Executable:
+    started = time.perf_counter()
     context = new_context()
     with context, ir.Location.unknown():
         try:
@@ -85,7 +95,12 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         parameter_shapes, result_shape = program_shape_of(module)
         if dynamic_strides:
             module.operation.attributes[DYNAMIC_STRIDES_ATTR] = ir.UnitAttr.get()
-        stages = pipeline.run(module)
+        parsed = time.perf_counter()
+        timings: list[tuple[str, str, float]] = []
+        per_pass: list[tuple[str, str, str]] | None = (
+            [] if os.environ.get("XLAMLIR_DUMP_PASSES") else None)
+        stages = pipeline.run(module, timings, per_pass)
+        lowered = time.perf_counter()
         result_leaves = result_leaf_shapes(result_shape)
         diagnostics: list[str] = []
 
@@ -103,17 +118,21 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
                                f"dialect):\n{detail}", "jit", detail) from None
         finally:
             handler.detach()
+    jitted = time.perf_counter()
+    stats = compile_stats(parsed - started, timings, jitted - lowered, jitted - started)
     callback_errors = threading.local()
     infeed, outfeed = Infeed(), Outfeed()
     trampolines = bind_custom_calls(engine, custom_records, callback_errors,
                                     io_builtins(infeed, outfeed))
+    stats["binding_s"] = time.perf_counter() - jitted
     return Executable(name=name, engine=engine, callbacks=(trampolines, callback_errors),
                       feeds=(infeed, outfeed),
                       parameter_shapes=parameter_shapes,
                       result_shape=result_shape, result_leaves=result_leaves, stages=stages,
                       num_replicas=num_replicas, dynamic_strides=dynamic_strides,
                       strided_variant=None if dynamic_strides else _variant_factory(
-                          text, pipeline, num_replicas, name))
+                          text, pipeline, num_replicas, name),
+                      compile_stats=stats, pass_stages=per_pass)
 
 
 def _custom_call_records(module: ir.Module) -> list[dict[str, str]]:

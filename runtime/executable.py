@@ -19,6 +19,7 @@ from ..dialect.errors import ArgumentError, XlaError
 from ..dialect.shapes import Shape
 from .arguments import LeafSpec, coerce, strides_fit
 from .export import export_executable
+from .inspection import dump_stages, executable_html, stage_diff
 
 
 class Executable:
@@ -29,12 +30,15 @@ class Executable:
                  num_replicas: int = 1, dynamic_strides: bool = False,
                  strided_variant: Callable[[], Executable] | None = None,
                  callbacks: tuple[Any, threading.local] | None = None,
-                 feeds: tuple[Any, Any] | None = None) -> None:
+                 feeds: tuple[Any, Any] | None = None, compile_stats: dict[str, Any] | None = None,
+                 pass_stages: list[tuple[str, str, str]] | None = None) -> None:
         self.name = name
         self._engine = engine  # keeps the JIT-compiled code alive
         # Custom-call trampolines (kept alive with the engine) and their pending errors.
         self._callbacks, self._callback_errors = callbacks or ((), threading.local())
         self.infeed, self.outfeed = feeds or (None, None)
+        self.compile_stats = compile_stats or {"cache_hits": 0}
+        self.pass_stages = pass_stages  # (stage, pass, text) after every pass, when asked
         self.parameter_shapes = parameter_shapes
         self.result_shape = result_shape
         self.stages = stages
@@ -91,6 +95,10 @@ class Executable:
 
     # Ahead-of-time export: `exe.export("out/libname.so")` (runtime/export.py).
     export = export_executable
+    # Inspection (runtime/inspection.py).
+    dump = dump_stages
+    stage_diff = stage_diff
+    _repr_html_ = executable_html
 
     def __repr__(self) -> str:
         params = ", ".join(map(str, self.parameter_shapes))
