@@ -7,6 +7,7 @@ given as text with `compile_mlir`), and call the executable on numpy arrays.
 from .builder import XlaBuilder, XlaComputation, XlaOp
 from .dialect.errors import ArgumentError, CompileError, ShapeError, XlaError
 from .dialect.ops_dot import DotDimensionNumbers
+from .dialect.ops_indexing import GatherDimensionNumbers, ScatterDimensionNumbers
 from .dialect.shapes import (
     BF16,
     C64,
@@ -40,6 +41,6 @@ __all__ = [
     "XlaError", "BF16", "C64", "C128", "F16", "F32", "F64", "PRED", "S8", "S16", "S32", "S64",
     "TOKEN", "TUPLE", "U8", "U16", "U32", "U64", "Layout", "PrimitiveType", "Shape", "dtype_of",
     "type_of", "Pipeline", "Executable", "compile", "compile_mlir", "DotDimensionNumbers",
-    "register_custom_call", "CustomCallError",
+    "register_custom_call", "CustomCallError", "GatherDimensionNumbers", "ScatterDimensionNumbers",
 ]
 __version__ = "0.1.0"

@@ -26,7 +26,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -70,7 +70,7 @@ class _DimensionNumbers:
             object.__setattr__(self, f.name, normal)
 
     @classmethod
-    def of(cls, value: Any) -> Any:
+    def of(cls, value: Any) -> Self:
         """An instance, or a mapping with the field names (the defaulted ones may be left out)."""
         if isinstance(value, cls):
             return value
@@ -122,7 +122,8 @@ SCATTER_FIELDS = tuple(f.name for f in fields(ScatterDimensionNumbers))
 # -- shared checks -------------------------------------------------------------------------------
 
 class _Checker:
-    """Raises the op's ShapeError, always naming the op and all its operand shapes."""
+    """The checks gather and scatter share; their ShapeErrors name the op and all its
+    operand shapes."""
 
     def __init__(self, op: str, shapes: Sequence[Shape]) -> None:
         self.op, self.shapes = op, list(shapes)

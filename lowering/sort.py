@@ -1,1 +1,102 @@
-"""Lowerings of the sort family. Imports `dialect` and the lowering modules."""
+"""Lowering of sort: a bottom-up merge sort on tensors, with the comparator as scalar code.
+
+Every row along the sort dimension (length n) is sorted by ceil(log2 n)
+merge passes, unrolled at compile time since n is static: pass p merges
+neighbouring sorted runs of width 2**p into runs of twice that width. A pass
+is `scf.for` loops over the other dimensions and the run starts, around an
+`scf.for` over the merged positions that carries the two read cursors and the
+N destination tensors (`tensor.extract` / `tensor.insert`). Reads use cursors
+clamped to n - 1, so even the comparator call made for an exhausted run reads
+in bounds.
+
+The merge takes from the right run only when `comparator(right, left)` is
+true, i.e. when the right element must go strictly first, so equal elements
+keep their order: the sort is always stable, which `is_stable = false`
+allows. O(n log n) comparator calls per row.
+
+Pass p writes into the result of pass p - 2 (dead by then), so bufferization
+needs two buffers, not one per pass. Imports `dialect` and the lowering
+modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mlir import ir
+from mlir.dialects import arith, scf, tensor
+
+from ..dialect.shapes import PrimitiveType
+from .elementwise import from_storage
+from .framework import OpView, lowers
+from .indexing import apply_computation, element_type, index_const, loop_nest
+
+
+def _merge_pass(sources: Sequence[ir.Value], destinations: Sequence[ir.Value],
+                dims: Sequence[int], axis: int, width: int, comparator: str) -> list[ir.Value]:
+    """`destinations` with every pair of neighbouring runs of `width` of `sources` merged."""
+    n = dims[axis]
+    outer = [d for d in range(len(dims)) if d != axis]
+    last = index_const(n - 1)
+    n_value = index_const(n)
+
+    def row(ivs: list[ir.Value], outs: list[ir.Value]) -> list[ir.Value]:
+        def at(position: ir.Value) -> list[ir.Value]:
+            index = list(ivs)
+            index.insert(axis, position)
+            return index
+
+        runs = scf.ForOp(index_const(0), n_value, index_const(2 * width), outs)
+        with ir.InsertionPoint(runs.body):
+            lo = runs.induction_variable
+            mid = arith.minsi(arith.addi(lo, index_const(width)), n_value)
+            hi = arith.minsi(arith.addi(lo, index_const(2 * width)), n_value)
+            merge = scf.ForOp(lo, hi, index_const(1), [lo, mid, *runs.inner_iter_args])
+            with ir.InsertionPoint(merge.body):
+                k = merge.induction_variable
+                i, j, *values = merge.inner_iter_args
+                left_at, right_at = at(arith.minsi(i, last)), at(arith.minsi(j, last))
+                left = [tensor.extract(s, left_at) for s in sources]
+                right = [tensor.extract(s, right_at) for s in sources]
+                # comparator(right, left), parameters (2m, 2m+1) being operand m at the two
+                # positions: true only when the right element must go first, so equal ones
+                # take the left (earlier) element and the merge is stable.
+                pairs = [x for r, l in zip(right, left) for x in (r, l)]
+                right_first = from_storage(apply_computation("sort", comparator, pairs)[0],
+                                           PrimitiveType.PRED)
+                right_remains = arith.cmpi(arith.CmpIPredicate.slt, j, hi)
+                left_done = arith.cmpi(arith.CmpIPredicate.sge, i, mid)
+                take_right = arith.andi(right_remains, arith.ori(left_done, right_first))
+                one = index_const(1)
+                new_values = [tensor.insert(arith.select(take_right, r, l), out, at(k))
+                              for r, l, out in zip(right, left, values)]
+                scf.YieldOp([arith.select(take_right, i, arith.addi(i, one)),
+                             arith.select(take_right, arith.addi(j, one), j), *new_values])
+            scf.YieldOp(list(merge.results)[2:])
+        return list(runs.results)
+
+    return loop_nest([dims[d] for d in outer], destinations, row)
+
+
+@lowers("sort")
+def lower_sort(v: OpView) -> list[ir.Value]:
+    inputs = list(v.args["inputs"])
+    dims = list(v.shapes["inputs"][0].dimensions)
+    axis = v.attrs["dimension"]
+    n = dims[axis]
+    if n <= 1 or 0 in dims:
+        return inputs  # already sorted
+    comparator = v.attrs["comparator"]
+    previous: list[ir.Value] | None = None  # the result of the pass before the last
+    current = inputs
+    width = 1
+    while width < n:
+        if previous is None:
+            destinations = [tensor.EmptyOp(dims, element_type(x)).result for x in inputs]
+        else:
+            destinations = previous  # dead once the last pass has read it
+        result = _merge_pass(current, destinations, dims, axis, width, comparator)
+        previous = current if current is not inputs else None  # never write into the inputs
+        current = result
+        width *= 2
+    return current

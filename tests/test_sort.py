@@ -1,0 +1,423 @@
+"""Tests of sort and top_k against Python/numpy references.
+
+Written against the public API (../shared/API.md). Documented choices pinned
+here (SEMANTICS.md 5.E, D14):
+- The default comparator sorts ascending in XLA's total order (-0.0 before
+  +0.0) with every NaN last, whatever its sign (the API's "NaNs last"; XLA's
+  total order would put a negative NaN first).
+- The sort is stable even with is_stable=False (a merge sort), so equal keys
+  keep their order; tests of is_stable=False use keys without ties or only
+  check the order of the keys.
+- top_k: ties toward the lower index, NaN counts as the largest value,
+  `largest=False` gives the smallest k in ascending order; a `comparator`
+  (seed 004's form) may replace `largest`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import check_ir, stage_text
+
+import xlamlir as xm
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def shape(dtype: object, dims: Sequence[int] = ()) -> xm.Shape:
+    return xm.Shape.array(xm.type_of(np.dtype(dtype)), tuple(dims))
+
+
+def run(build: Callable[..., object], *arrays: np.ndarray) -> object:
+    """Compile `build(b, *parameters)` for parameters shaped like `arrays`, run it on them."""
+    b = xm.XlaBuilder("t")
+    params = [b.parameter(i, shape(a.dtype, a.shape)) for i, a in enumerate(arrays)]
+    return xm.compile(b.build(build(b, *params)))(*arrays)
+
+
+# -- references ---------------------------------------------------------------------------------
+
+def sort_key(v: object) -> tuple:
+    """The default order: total order on floats (-0.0 < +0.0), all NaNs last."""
+    if isinstance(v, (np.floating, float)) or np.asarray(v).dtype == BF16:
+        f = float(v)
+        if math.isnan(f):
+            return (1, 0.0, 0)
+        return (0, f, 0 if math.copysign(1.0, f) < 0 else 1)
+    return (0, int(v), 0)
+
+
+def ref_order(row: np.ndarray, descending: bool = False) -> list[int]:
+    """Positions of `row` in stable sorted order (descending keeps equal keys in index order)."""
+    return sorted(range(len(row)), key=lambda i: sort_key(row[i]), reverse=descending)
+
+
+def ref_sort(x: np.ndarray, axis: int = -1, descending: bool = False) -> np.ndarray:
+    moved = np.moveaxis(x, axis, -1)
+    out = np.empty_like(moved)
+    for idx in np.ndindex(*moved.shape[:-1]):
+        out[idx] = moved[idx][ref_order(moved[idx], descending)]
+    return np.moveaxis(out, -1, axis)
+
+
+def assert_same(got: np.ndarray, want: np.ndarray, what: str = "") -> None:
+    """Equal values, dtypes and (for floats) signs of zero; NaNs in the same places."""
+    assert got.dtype == want.dtype, what
+    if want.dtype == BF16:  # numpy's NaN-aware comparison needs a numpy float type
+        got, want = got.astype(np.float32), want.astype(np.float32)
+    np.testing.assert_array_equal(got, want, err_msg=what)
+    if want.dtype.kind == "f":
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=what)
+
+
+def values(dtype: object, dims: Sequence[int], seed: int = 0, spread: int = 20) -> np.ndarray:
+    """Random values with repeats (ties matter), over the type's range where it is small."""
+    dtype = np.dtype(dtype)
+    rng = np.random.default_rng(seed)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, dims).astype(bool)
+    if dtype.kind == "u":
+        return rng.integers(0, min(spread, np.iinfo(dtype).max), dims).astype(dtype)
+    return (rng.integers(-spread, spread, dims) / (1 if dtype.kind == "i" else 4)).astype(dtype)
+
+
+# -- the seeds' examples ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("is_stable", [False, True])
+def test_sort_seed_example(is_stable: bool) -> None:
+    # Seeds 001/004: operand0 = [3, 1], operand1 = [42, 50], operand2 = [-3.0, 1.1], a
+    # comparator comparing operand0 with less-than -> ([1, 3], [50, 42], [1.1, -3.0]).
+    def build(b, a, c, d):
+        return b.sort([a, c, d], lambda x0, y0, *_: x0.builder.lt(x0, y0), is_stable=is_stable)
+
+    a, c, d = run(build, np.array([3, 1], np.int32), np.array([42, 50], np.int32),
+                  np.array([-3.0, 1.1], np.float32))
+    assert a.tolist() == [1, 3] and c.tolist() == [50, 42]
+    assert d.tolist() == pytest.approx([1.1, -3.0])
+
+
+def test_top_k_seed_example() -> None:
+    # Seed 004: strict >, k=1 on [[0.1, 0.3, 0.1], [0.7, 0.2, -0.1]] -> ([[0.3], [0.7]], [[1], [0]]).
+    x = np.array([[0.1, 0.3, 0.1], [0.7, 0.2, -0.1]], np.float32)
+    values_, indices = run(lambda b, p: b.top_k(p, 1), x)
+    assert values_.tolist() == [[x[0, 1]], [x[1, 0]]] and indices.tolist() == [[1], [0]]
+    assert indices.dtype == np.int32
+    by_comparator = run(lambda b, p: b.top_k(p, 1, comparator=lambda u, v: u.builder.gt(u, v)), x)
+    assert by_comparator[0].tolist() == values_.tolist()
+    assert by_comparator[1].tolist() == [[1], [0]]
+
+
+# -- the default order --------------------------------------------------------------------------
+
+SORT_DTYPES = [np.float32, np.float64, np.float16, BF16, np.int8, np.int32, np.int64, np.uint8,
+               np.uint32, np.uint64, np.bool_]
+
+
+def test_sort_default_order_for_element_types() -> None:
+    arrays = [values(t, (3, 9), seed) for seed, t in enumerate(SORT_DTYPES)]
+    # Extremes of the wide integer types (signed vs unsigned compares).
+    arrays[6][0, :3] = [np.iinfo(np.int64).min, np.iinfo(np.int64).max, -1]
+    arrays[9][0, :3] = [np.iinfo(np.uint64).max, 2 ** 63, 1]
+    results = run(lambda b, *ps: [b.sort(p) for p in ps], *arrays)
+    for x, got in zip(arrays, results):
+        assert_same(got, ref_sort(x), str(x.dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, BF16, np.float16])
+def test_sort_float_special_values(dtype: object) -> None:
+    neg_nan = np.copysign(np.float32(np.nan), np.float32(-1))
+    row = np.array([np.nan, 1.0, -0.0, np.inf, neg_nan, 0.0, -np.inf, -1.0, 0.0, -0.0, np.nan,
+                    1e-40, -2.5], np.float32).astype(dtype)
+    x = np.stack([row, row[::-1]])
+    got = run(lambda b, p: b.sort(p), x)
+    assert_same(got, ref_sort(x), str(np.dtype(dtype)))
+    for r in got.astype(np.float32):
+        assert np.isnan(r[-3:]).all() and not np.isnan(r[:-3]).any()  # every NaN last
+        signs = np.signbit(r[r == 0]).tolist()  # 1e-40 is 0 in f16 and bf16
+        assert len(signs) >= 4 and signs == sorted(signs, reverse=True)  # -0.0 first
+        assert r[0] == -np.inf
+
+
+def test_sort_complex_by_real_then_imaginary() -> None:
+    # No XLA default exists for complex numbers (LT is not defined on them); ours orders
+    # them like numpy, by real part, then imaginary part, each in the float order above.
+    nan = np.nan
+    x = np.array([1 + 2j, 1 + 1j, complex(nan, 0), -1 + 5j, 1 - 0j, complex(1, nan), 0 + 0j,
+                  complex(-0.0, 3)], np.complex64)
+    got = run(lambda b, p: b.sort(p), x)
+    order = sorted(range(len(x)), key=lambda i: (sort_key(x[i].real), sort_key(x[i].imag)))
+    np.testing.assert_array_equal(got, x[order])
+    assert got.dtype == np.complex64 and np.signbit(got[0].real)
+
+
+def test_sort_dimensions_and_ranks() -> None:
+    cube = values(np.float32, (3, 4, 5), 1)
+    vec = values(np.int32, (6,), 2)
+    one = values(np.float32, (4, 1), 3)
+    empty = np.zeros((0, 3), np.float32)
+    empty_row = np.zeros((2, 0), np.float32)
+
+    def build(b, c, v, o, e, er):
+        return [b.sort(c, dimension=0), b.sort(c, dimension=1), b.sort(c, dimension=2),
+                b.sort(c, dimension=-3), b.sort(v, dimension=0), b.sort(o), b.sort(o, dimension=0),
+                b.sort(e, dimension=0), b.sort(e), b.sort(er)]
+
+    got = run(build, cube, vec, one, empty, empty_row)
+    for r, (x, axis) in zip(got, [(cube, 0), (cube, 1), (cube, 2), (cube, 0), (vec, 0), (one, 1),
+                                  (one, 0), (empty, 0), (empty, 1), (empty_row, 1)]):
+        assert_same(r, ref_sort(x, axis))
+
+
+def test_sort_lengths_not_powers_of_two() -> None:
+    rng = np.random.default_rng(7)
+    lengths = list(range(1, 18)) + [31, 100, 1000]
+    arrays = [rng.standard_normal(n).astype(np.float32) for n in lengths]
+    for x, got in zip(arrays, run(lambda b, *ps: [b.sort(p) for p in ps], *arrays)):
+        assert_same(got, np.sort(x), f"n={len(x)}")
+
+
+# -- several operands, stability, comparators ---------------------------------------------------
+
+def test_sort_keys_values_stable_on_ties() -> None:
+    keys = values(np.int32, (2, 40), 5, spread=4)  # many ties
+    vals = np.arange(80, dtype=np.float32).reshape(2, 40)
+
+    def build(b, k, v):
+        return b.sort([k, v], is_stable=True)
+
+    got_keys, got_vals = run(build, keys, vals)
+    order = np.argsort(keys, axis=1, kind="stable")
+    np.testing.assert_array_equal(got_keys, np.take_along_axis(keys, order, 1))
+    np.testing.assert_array_equal(got_vals, np.take_along_axis(vals, order, 1))
+
+
+def test_argsort_with_iota() -> None:
+    x = values(np.float64, (3, 11), 9)
+    x[0, 4] = np.nan
+
+    def build(b, p):
+        iota = b.iota(xm.Shape.array(xm.S32, x.shape), 1)
+        return b.sort([p, iota], dimension=1, is_stable=True)
+
+    sorted_x, indices = run(build, x)
+    want = np.array([ref_order(row) for row in x])
+    np.testing.assert_array_equal(indices, want)
+    assert indices.dtype == np.int32
+    np.testing.assert_array_equal(sorted_x, np.take_along_axis(x, want, 1))
+
+
+def test_sort_custom_comparators() -> None:
+    keys = values(np.int32, (12,), 11, spread=3)
+    minor = values(np.uint8, (12,), 12, spread=5)
+    f = values(np.float32, (12,), 13)
+    sub = xm.XlaBuilder("greater")
+    greater = sub.build(sub.gt(sub.parameter(0, shape(np.float32)),
+                               sub.parameter(1, shape(np.float32))))
+
+    def lexicographic(k0, k1, m0, m1):
+        b = k0.builder
+        return b.or_(b.lt(k0, k1), b.and_(b.eq(k0, k1), b.gt(m0, m1)))
+
+    def build(b, k, m, x):
+        return [b.sort([k, m], lexicographic),  # keys ascending, ties by minor descending
+                b.sort(x, greater),  # an XlaComputation: descending
+                b.sort(x, lambda u, v: u.builder.compare(u, v, "GT", "TOTALORDER"),
+                       is_stable=True)]
+
+    (k_sorted, m_sorted), desc, desc_total = run(build, keys, minor, f)
+    order = sorted(range(12), key=lambda i: (keys[i], -int(minor[i])))
+    np.testing.assert_array_equal(k_sorted, keys[order])
+    np.testing.assert_array_equal(m_sorted, minor[order])
+    np.testing.assert_array_equal(desc, np.sort(f)[::-1])
+    np.testing.assert_array_equal(desc_total, np.sort(f)[::-1])
+
+
+def test_sort_results_single_list_and_root(b: xm.XlaBuilder) -> None:
+    x = b.parameter(0, shape(np.float32, (2, 3)))
+    y = b.parameter(1, shape(np.int32, (2, 3)))
+    assert b.sort(x).shape == shape(np.float32, (2, 3))
+    assert b.sort([x]).shape == xm.Shape.tuple([shape(np.float32, (2, 3))])
+    pair = b.sort([x, y], dimension=0)
+    assert pair.shape == xm.Shape.tuple([shape(np.float32, (2, 3)), shape(np.int32, (2, 3))])
+    b.sort(x, dimension=0)
+    assert b.build().program_shape()[1] == shape(np.float32, (2, 3))
+    # A parameter with a column-major layout still gives a default-layout result.
+    z = b.parameter(2, xm.Shape.array(xm.F32, (2, 3), (0, 1)))
+    assert b.sort(z).shape.layout == xm.Layout((1, 0))
+
+
+def test_sort_hlo_text_round_trip() -> None:
+    b = xm.XlaBuilder("rt")
+    x = b.parameter(0, shape(np.float32, (5,)))
+    i = b.iota(xm.Shape.array(xm.S32, (5,)), 0)
+    b.sort([x, i])
+    text = b.build().as_mlir_text()
+    x_val = np.array([3, -1, 2, np.nan, -1], np.float32)
+    _, indices = xm.compile_mlir(text)(x_val)
+    assert indices.tolist() == [1, 4, 2, 0, 3]
+
+
+# -- top_k --------------------------------------------------------------------------------------
+
+def ref_top_k(x: np.ndarray, k: int, largest: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    flat = x.reshape(-1, x.shape[-1])
+    idx = np.array([ref_order(row, descending=largest)[:k] for row in flat], np.int32)
+    idx = idx.reshape(x.shape[:-1] + (k,))
+    return np.take_along_axis(x, idx.astype(np.int64), -1), idx
+
+
+def test_top_k_ties_toward_lower_index() -> None:
+    x = np.array([[1, 3, 3, 0, 3, 1], [5, 5, 5, 5, 5, 5], [2, 1, 2, 1, 2, 1]], np.int32)
+
+    def build(b, p):
+        return [b.top_k(p, 4), b.top_k(p, 4, largest=False), b.top_k(p, 0), b.top_k(p, 6)]
+
+    (v, i), (sv, si), (zv, zi), (av, ai) = run(build, x)
+    assert i.tolist() == [[1, 2, 4, 0], [0, 1, 2, 3], [0, 2, 4, 1]]
+    assert v.tolist() == [[3, 3, 3, 1], [5, 5, 5, 5], [2, 2, 2, 1]]
+    assert si.tolist() == [[3, 0, 5, 1], [0, 1, 2, 3], [1, 3, 5, 0]]
+    assert sv.tolist() == [[0, 1, 1, 3], [5, 5, 5, 5], [1, 1, 1, 2]]
+    assert zv.shape == (3, 0) and zi.shape == (3, 0) and zi.dtype == np.int32
+    np.testing.assert_array_equal(ai, ref_top_k(x, 6)[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, BF16, np.int32, np.uint8, np.int8])
+def test_top_k_element_types(dtype: object) -> None:
+    x = values(dtype, (2, 3, 8), 17, spread=6)
+    if np.dtype(dtype).kind == "f" or np.dtype(dtype) == BF16:
+        x[0, 0, 5] = np.nan  # the largest value
+        x[0, 1, 2] = -np.inf
+
+    def build(b, p):
+        return [b.top_k(p, 3), b.top_k(p, 5, largest=False)]
+
+    (v, i), (sv, si) = run(build, x)
+    want_v, want_i = ref_top_k(x, 3)
+    np.testing.assert_array_equal(i, want_i)
+    assert_same(v, want_v)
+    want_sv, want_si = ref_top_k(x, 5, largest=False)
+    np.testing.assert_array_equal(si, want_si)
+    assert_same(sv, want_sv)
+
+
+def test_top_k_comparators() -> None:
+    x = np.array([4, -7, 4, 2, -7, 9], np.float32)
+    sub = xm.XlaBuilder("less")
+    less = sub.build(sub.lt(sub.parameter(0, shape(np.float32)), sub.parameter(1, shape(np.float32))))
+
+    def by_magnitude(u, v):
+        b = u.builder
+        return b.gt(b.abs(u), b.abs(v))
+
+    def build(b, p):
+        return [b.top_k(p, 3, comparator=less), b.top_k(p, 4, comparator=by_magnitude)]
+
+    (lv, li), (mv, mi) = run(build, x)
+    assert li.tolist() == [1, 4, 3] and lv.tolist() == [-7, -7, 2]
+    assert mi.tolist() == [5, 1, 4, 0] and mv.tolist() == [9, -7, -7, 4]
+
+
+# -- shape errors -------------------------------------------------------------------------------
+
+def test_sort_shape_errors(b: xm.XlaBuilder) -> None:
+    x = b.parameter(0, shape(np.float32, (2, 3)))
+    y = b.parameter(1, shape(np.int32, (3, 2)))
+    s = b.parameter(2, shape(np.float32))
+    t = b.parameter(3, xm.Shape.tuple([shape(np.float32, (2,))]))
+    lt = lambda u, v, *_: u.builder.lt(u, v)  # noqa: E731
+    with pytest.raises(xm.ShapeError, match="at least one operand"):
+        b.sort([])
+    with pytest.raises(xm.ShapeError, match="same dimensions"):
+        b.sort([x, y])
+    with pytest.raises(xm.ShapeError, match="dimension 2 is out of range for rank 2"):
+        b.sort(x, dimension=2)
+    with pytest.raises(xm.ShapeError, match="out of range"):
+        b.sort(x, dimension=-3)
+    with pytest.raises(xm.ShapeError, match="scalar cannot be sorted"):
+        b.sort(s)
+    with pytest.raises(xm.ShapeError, match="must be arrays"):
+        b.sort(t)
+    with pytest.raises(xm.ShapeError, match="must be an int"):
+        b.sort(x, dimension=1.0)
+    with pytest.raises(xm.ShapeError, match="must be a bool"):
+        b.sort(x, is_stable="yes")
+    # Comparator signatures: arity (callable or computation), parameter types, result type.
+    with pytest.raises(xm.ShapeError, match="must take 2 parameters"):
+        b.sort(x, lambda u, v, w: u.builder.lt(u, v))
+    with pytest.raises(xm.ShapeError, match="must take 4 parameters"):
+        b.sort([x, x], lambda u, v: u.builder.lt(u, v))
+    with pytest.raises(xm.ShapeError, match="pred"):
+        b.sort(x, lambda u, v: u + v)
+    with pytest.raises(xm.ShapeError, match="pred"):
+        b.sort(x, lambda u, v: [u.builder.lt(u, v), u.builder.lt(v, u)])
+    sub = xm.XlaBuilder("s32_less")
+    s32_less = sub.build(sub.lt(sub.parameter(0, shape(np.int32)), sub.parameter(1, shape(np.int32))))
+    with pytest.raises(xm.ShapeError, match="takes"):
+        b.sort(x, s32_less)
+    with pytest.raises(xm.ShapeError, match="XlaComputation or a callable"):
+        b.sort(x, "LT")
+    assert lt  # the happy path builds
+    b.sort([x, x], lt)
+
+
+def test_comparator_types_checked_on_parsed_text() -> None:
+    b = xm.XlaBuilder("bad")
+    x = b.parameter(0, shape(np.float32, (3,)))
+    b.sort(x)
+    text = b.build().as_mlir_text()
+    broken = text.replace("dimension = 0", "dimension = 1")
+    with pytest.raises(xm.CompileError, match="out of range"):
+        xm.compile_mlir(broken)
+
+
+def test_top_k_shape_errors(b: xm.XlaBuilder) -> None:
+    x = b.parameter(0, shape(np.float32, (2, 3)))
+    s = b.parameter(1, shape(np.float32))
+    with pytest.raises(xm.ShapeError, match="out of range"):
+        b.top_k(x, 4)
+    with pytest.raises(xm.ShapeError, match="out of range"):
+        b.top_k(x, -1)
+    with pytest.raises(xm.ShapeError, match="rank >= 1"):
+        b.top_k(s, 1)
+    with pytest.raises(xm.ShapeError, match="must be an int"):
+        b.top_k(x, 1.5)
+    with pytest.raises(xm.ShapeError, match="must be a bool"):
+        b.top_k(x, 1, largest=None)
+    with pytest.raises(xm.ShapeError, match="must take 2 parameters"):
+        b.top_k(x, 1, comparator=lambda u: u)
+    with pytest.raises(xm.ShapeError, match="pred"):
+        b.top_k(x, 1, comparator=lambda u, v: u + v)
+    values_, indices = (b.get_tuple_element(b.top_k(x, 2), i) for i in (0, 1))
+    assert values_.shape == shape(np.float32, (2, 2)) and indices.shape == shape(np.int32, (2, 2))
+
+
+# -- IR ----------------------------------------------------------------------------------------
+
+def test_sort_ir() -> None:
+    b = xm.XlaBuilder("ir")
+    x = b.parameter(0, shape(np.float32, (2, 5)))
+    y = b.parameter(1, shape(np.uint8, (2, 5)))
+    b.sort([x, y], dimension=1)
+    comp = b.build()
+    check_ir(comp.as_mlir_text(), """
+        CHECK: "xhlo.sort"(%arg0, %arg1)
+        CHECK-SAME: comparator = @[[CMP:[a-z_0-9]+]]
+        CHECK-SAME: dimension = 1 : i64
+        CHECK-SAME: is_stable = false
+        CHECK-SAME: -> (tensor<2x5xf32>, tensor<2x5xui8>)
+        CHECK: func.func private @[[CMP]](%arg0: tensor<f32>, %arg1: tensor<f32>,
+        CHECK-SAME: %arg2: tensor<ui8>, %arg3: tensor<ui8>) -> tensor<i1>
+        CHECK: "xhlo.compare"(%{{.*}}) {compare_type = "TOTALORDER", comparison_direction = "LT"}
+    """)
+    # Three merge passes (widths 1, 2, 4) for rows of 5; each merges with scf loops.
+    check_ir(stage_text(comp, "linalg"), """
+        CHECK-COUNT-3: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1 iter_args
+        CHECK: tensor.extract
+        CHECK: arith.cmpi slt
+        CHECK: arith.select
+        CHECK: tensor.insert
+    """)
