@@ -6,6 +6,7 @@ given as text with `compile_mlir`), and call the executable on numpy arrays.
 
 from .builder import XlaBuilder, XlaComputation, XlaOp
 from .dialect.errors import ArgumentError, CompileError, ShapeError, XlaError
+from .dialect.ops_conv import ConvDimensionNumbers
 from .dialect.ops_dot import DotDimensionNumbers
 from .dialect.ops_indexing import GatherDimensionNumbers, ScatterDimensionNumbers
 from .dialect.shapes import (
@@ -42,5 +43,6 @@ __all__ = [
     "TOKEN", "TUPLE", "U8", "U16", "U32", "U64", "Layout", "PrimitiveType", "Shape", "dtype_of",
     "type_of", "Pipeline", "Executable", "compile", "compile_mlir", "DotDimensionNumbers",
     "register_custom_call", "CustomCallError", "GatherDimensionNumbers", "ScatterDimensionNumbers",
+    "ConvDimensionNumbers",
 ]
 __version__ = "0.1.0"

@@ -28,6 +28,11 @@ def _unsafe_access(op: Any) -> bool:
         text = str(value.type)
         if text.startswith("memref<") and ("strided<" in text or "affine_map" in text):
             return True
+        # An index computed by an op (an affine.apply of `2 * i + k`) hides its stride from
+        # the map; only loop indices and constants are safe.
+        if str(value.type) == "index" and not isinstance(value.owner, ir.Block) \
+                and value.owner.operation.name != "arith.constant":
+            return True
     if "map" not in op.attributes:
         return False
     results = str(op.attributes["map"]).split("->", 1)[1]

@@ -793,3 +793,18 @@ def test_text_round_trip_unsigned_iota() -> None:
     assert_same(xm.compile_mlir(text)(), np.tile(np.arange(5, dtype=np.uint16)[::-1], (2, 1)))
     with pytest.raises(xm.CompileError, match="iota"):
         xm.compile_mlir(text.replace("iota_dimension = 1", "iota_dimension = 2"))
+
+
+def test_pad_feeding_other_ops_keeps_its_data() -> None:
+    # Regression: affine-loop-fusion once moved the fill after the copy, giving all zeros.
+    b = xm.XlaBuilder("pad_consumers")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (2, 3)))
+    padded = b.pad(x, b.constant(np.float32(-1)), [(1, 1, 0), (1, 1, 1)])
+    total = b.reduce(padded, b.constant(np.float32(0)), lambda p, q: p + q, [0, 1])
+    b.tuple([b.add(padded, padded), total])
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3) + 1
+    expected = np.full((4, 7), -1, np.float32)
+    expected[1:3, 1:6:2] = xv
+    doubled, summed = xm.compile(b.build())(xv)
+    np.testing.assert_array_equal(doubled, 2 * expected)
+    assert summed == expected.sum()
