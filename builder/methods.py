@@ -49,6 +49,24 @@ def _direction_method(direction: str) -> Callable[..., XlaOp]:
     return method_fn
 
 
+def _total_order_method(direction: str) -> Callable[..., XlaOp]:
+    def method_fn(self: XlaBuilder, lhs: XlaOp, rhs: XlaOp,
+                  broadcast_dimensions: Sequence[int] = ()) -> XlaOp:
+        return self.compare(lhs, rhs, direction, "TOTALORDER", broadcast_dimensions)
+
+    method_fn.__name__ = f"{direction.lower()}_total_order"
+    method_fn.__doc__ = f"lhs {direction} rhs in XLA's total order (seed 001 {direction}TotalOrder)."
+    return method_fn
+
+
+def logical_not(self: XlaBuilder, operand: XlaOp) -> XlaOp:
+    """Seed 001's LogicalNot: `not_` on a pred operand."""
+    operand = self._check_operand("logical_not", operand)
+    if not operand.shape.is_array() or operand.shape.element_type.name != "PRED":
+        raise ShapeError("logical_not", [operand.shape], "the operand must be a pred array")
+    return self.not_(operand)
+
+
 def compare(self: XlaBuilder, lhs: XlaOp, rhs: XlaOp, direction: str,
             comparison_type: str | None = None, broadcast_dimensions: Sequence[int] = ()) -> XlaOp:
     """Elementwise comparison; `comparison_type` None picks XLA's default for the type."""
@@ -127,4 +145,7 @@ def install() -> None:
                 setattr(XlaBuilder, method, _direction_method(opdef.builders[method]["comparison_direction"]))
     for name, fn in HAND_WRITTEN.items():
         setattr(XlaBuilder, name, fn)
+    for direction in COMPARISON_DIRECTIONS:
+        setattr(XlaBuilder, f"{direction.lower()}_total_order", _total_order_method(direction))
+    XlaBuilder.logical_not = logical_not  # type: ignore[attr-defined]
     XlaBuilder.broadcast_to = broadcast_to  # type: ignore[attr-defined]

@@ -37,3 +37,22 @@ def test_every_op_is_in_the_irdl_dialect() -> None:
     for name in REGISTRY:
         assert f"irdl.operation @{name} " in text
     new_context()  # loads without error
+
+
+def test_total_order_and_logical_not_sugar() -> None:
+    import numpy as np
+
+    b = xm.XlaBuilder("sugar")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (4,)))
+    y = b.parameter(1, xm.Shape.array(xm.F32, (4,)))
+    b.tuple([b.lt_total_order(x, y), b.eq_total_order(x, y), b.logical_not(b.lt(x, y))])
+    xv = np.array([-0.0, np.nan, 1.0, -np.nan], np.float32)
+    yv = np.array([0.0, np.nan, 2.0, 1.0], np.float32)
+    lt, eq, not_lt = xm.compile(b.build())(xv, yv)
+    assert lt.tolist() == [True, False, True, True]  # -0 < +0, -NaN below everything
+    assert eq.tolist() == [False, True, False, False]
+    assert not_lt.tolist() == [True, True, False, True]
+    import pytest
+
+    with pytest.raises(xm.ShapeError, match="pred"):
+        b.logical_not(x)
