@@ -1,7 +1,7 @@
 """The `xlamlir` command line. Subcommands live in `_SUBCOMMANDS`; each adds its own parser.
 
     xlamlir export FILE.py --function NAME --output out/libfoo.so [--cpu CPU] [--symbol SYM]
-    xlamlir stages FILE.py [--function build] [--stage NAME] [--after-each-pass]
+    xlamlir stages FILE.py [--function build] [--stage NAME] [--after-each-pass] [--locations]
     xlamlir run FILE.mlir --args a.npy b.npy [--output out.npy]
     xlamlir ops
 
@@ -108,6 +108,8 @@ def _add_stages(subparsers: Any) -> None:
     p.add_argument("--stage", metavar="NAME", help="print only this stage")
     p.add_argument("--after-each-pass", action="store_true",
                    help="print the module after every pass instead of after every stage")
+    p.add_argument("--locations", action="store_true",
+                   help="print every op with the Python file:line it came from")
     p.set_defaults(run=_run_stages)
 
 
@@ -119,7 +121,10 @@ def _run_stages(args: argparse.Namespace) -> int:
     computation = _call_builder(Path(args.file), args.function)
     if args.after_each_pass:
         os.environ["XLAMLIR_DUMP_PASSES"] = "1"
-        xm.runtime.clear_cache()  # a cached executable has no per-pass text
+    if args.locations:
+        os.environ["XLAMLIR_STAGE_LOCATIONS"] = "1"
+    if args.after_each_pass or args.locations:
+        xm.runtime.clear_cache()  # a cached executable has neither
     exe = computation if isinstance(computation, xm.Executable) else xm.compile(computation)
     if args.stage is not None and args.stage not in exe.stages:
         raise CliError(f"no stage {args.stage!r}; stages are {', '.join(exe.stages)}")

@@ -134,12 +134,18 @@ class Pipeline:
         return f"Pipeline({body})"
 
     def run(self, module: ir.Module, timings: list[tuple[str, str, float]] | None = None,
-            after_each_pass: list[tuple[str, str, str]] | None = None) -> dict[str, str]:
+            after_each_pass: list[tuple[str, str, str]] | None = None,
+            locations: bool = False) -> dict[str, str]:
         """Run every stage on `module` in place; the text after each stage, by stage name.
 
         `timings` collects (stage, pass, seconds) for every pass; `after_each_pass`
-        collects (stage, pass, module text) after every pass (costly: for dumps).
+        collects (stage, pass, module text) after every pass (costly: for dumps);
+        `locations` prints every op with the source location it came from.
         """
+
+        def text() -> str:
+            return module.operation.get_asm(enable_debug_info=True) if locations else str(module)
+
         stages: dict[str, str] = {}
         for name, passes in self._stages:
             for spec in passes:
@@ -148,8 +154,8 @@ class Pipeline:
                 if timings is not None:
                     timings.append((name, _describe(spec), time.perf_counter() - start))
                 if after_each_pass is not None:
-                    after_each_pass.append((name, _describe(spec), str(module)))
-            stages[name] = str(module)
+                    after_each_pass.append((name, _describe(spec), text()))
+            stages[name] = text()
         return stages
 
 

@@ -99,7 +99,8 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         timings: list[tuple[str, str, float]] = []
         per_pass: list[tuple[str, str, str]] | None = (
             [] if os.environ.get("XLAMLIR_DUMP_PASSES") else None)
-        stages = pipeline.run(module, timings, per_pass)
+        stages = pipeline.run(module, timings, per_pass,
+                              locations=bool(os.environ.get("XLAMLIR_STAGE_LOCATIONS")))
         lowered = time.perf_counter()
         result_leaves = result_leaf_shapes(result_shape)
         diagnostics: list[str] = []

@@ -137,6 +137,9 @@ def test_cli_stages_run_and_ops(tmp_path) -> None:
     assert out.stdout.startswith("// ----- stage fused") and "linalg.generic" in out.stdout
     out = _cli("stages", str(model), "--after-each-pass")
     assert out.returncode == 0 and "after canonicalize" in out.stdout
+    out = _cli("stages", str(model), "--stage", "vectorized", "--locations")
+    # The vectorized loop still says which line of model.py built the exp.
+    assert out.returncode == 0 and f'"{model}":7' in out.stdout and "affine.for" in out.stdout
     out = _cli("stages", str(model), "--stage", "nope")
     assert out.returncode == 1 and "no stage" in out.stderr
     module = tmp_path / "m.mlir"
