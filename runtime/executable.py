@@ -104,6 +104,28 @@ class Executable:
         params = ", ".join(map(str, self.parameter_shapes))
         return f"Executable({self.name!r}: ({params}) -> {self.result_shape})"
 
+    def seed(self, n: int) -> None:
+        """Restart the random ops' stream (rng_uniform/normal/bernoulli) from seed `n`;
+        a fresh executable starts from seed 0."""
+        from ..lowering.rng import set_rng_seed
+
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise ArgumentError(f"seed must be an int, got {n!r}")
+        set_rng_seed(self._engine, int(n) & (2**64 - 1))
+        if self._variant is not None:
+            set_rng_seed(self._variant._engine, int(n) & (2**64 - 1))
+
+    def _call_strided(self, args: tuple[Any, ...]) -> Any:
+        """Run the strided-input variant, carrying the random state over and back."""
+        from ..lowering.rng import rng_state, set_rng_state
+
+        variant = self._strided()
+        set_rng_state(variant._engine, rng_state(self._engine))
+        try:
+            return variant(*args)
+        finally:
+            set_rng_state(self._engine, rng_state(variant._engine))
+
     def _wants_variant(self, array: np.ndarray, spec: LeafSpec) -> bool:
         """A strided view of the right type runs in place on the dynamic-stride variant."""
         return (self._make_variant is not None and array.dtype == spec.dtype
@@ -141,7 +163,7 @@ class Executable:
                     if not (arg.dtype == spec.dtype and arg.shape == spec.dims
                             and arg.strides == spec.byte_strides):
                         if self._wants_variant(arg, spec):
-                            return self._strided()(*args)
+                            return self._call_strided(args)
                         arg = coerce(spec, arg, f"argument {len(inputs)}")
                 elif kind is spec.scalar_type and not spec.dims:
                     arg = np.array(arg)

@@ -376,3 +376,24 @@ def test_distribution_ir(b: xm.XlaBuilder) -> None:
         CHECK: math.log
         CHECK: math.sin
     """)
+
+
+def test_executable_seed_and_fresh_streams() -> None:
+    def build():
+        b = xm.XlaBuilder("seeded")
+        b.rng_uniform(b.constant(np.float32(0)), b.constant(np.float32(1)), xm.Shape.array(xm.F32, (8,)))
+        return b.build()
+
+    exe = xm.compile(build())
+    first, second = exe(), exe()
+    assert not np.array_equal(first, second)  # the state advances between calls
+    np.testing.assert_array_equal(xm.compile(build())(), first)  # a fresh executable: seed 0
+    exe.seed(0)
+    np.testing.assert_array_equal(exe(), first)
+    exe.seed(7)
+    seven = exe()
+    assert not np.array_equal(seven, first)
+    exe.seed(7)
+    np.testing.assert_array_equal(exe(), seven)
+    with pytest.raises(xm.ArgumentError):
+        exe.seed("7")
