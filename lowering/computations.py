@@ -240,6 +240,20 @@ def _scalar_constant(attr: ir.Attribute, result: Shape) -> ir.Value:
     return arith.ConstantOp(e.type, value).result  # float attributes are already signless
 
 
+def apply_computation(op_name: str, symbol: str, args: list[ir.Value]) -> list[ir.Value]:
+    """The sub-computation `symbol` on scalars (storage types in and out) as scalar code,
+    or a CompileError naming the op when it has no scalar form."""
+    from ..dialect.errors import CompileError
+
+    try:
+        return current_library().emit_scalar(symbol, list(args))
+    except NotScalar as e:
+        raise CompileError(
+            f"{op_name}: its computation @{symbol} is not a scalar computation ({e}); only "
+            "computations of scalar elementwise ops (arith, compare, select, convert...) can "
+            "be lowered", "linalg") from None
+
+
 _current = threading.local()
 
 

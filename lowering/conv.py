@@ -40,12 +40,11 @@ from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
-from mlir.dialects import complex as cx
 
 from ..dialect.ops_conv import CONV_FIELDS, ConvDimensionNumbers, dilated
 from ..dialect.shapes import PrimitiveType, Shape
 from . import convert as conv
-from .dot import accumulation_type
+from .dot import accumulation_type, multiply_add
 from .elementwise import generic
 from .framework import OpView, lowers, signless_type
 from .scalar import Elem
@@ -91,17 +90,6 @@ def _convert(value: ir.Value, shape: Shape, dst: PrimitiveType) -> ir.Value:
     s, d = Elem(shape.element_type), Elem(dst)
     return generic([value], [shape], shape.with_element_type(dst), _tensor_type(shape.dimensions, dst),
                    lambda x: conv.convert(s, d, x))
-
-
-def _multiply_add(t: PrimitiveType) -> Callable[[ir.Value, ir.Value, ir.Value], ir.Value]:
-    """acc + a * b in type t; or(acc, and(a, b)) for pred (on its storage bytes)."""
-    if t == P.PRED:
-        return lambda a, b, acc: arith.ori(acc, arith.andi(a, b))
-    if t.is_complex:
-        return lambda a, b, acc: cx.add(acc, cx.mul(a, b))
-    if t.is_floating:
-        return lambda a, b, acc: arith.addf(acc, arith.mulf(a, b))
-    return lambda a, b, acc: arith.addi(acc, arith.muli(a, b))
 
 
 def _expand(value: ir.Value, dims: Sequence[int], dim: int, parts: tuple[int, int]) -> ir.Value:
@@ -459,7 +447,7 @@ def _generic(c: _Conv, padded: ir.Value, rhs: ir.Value, t: PrimitiveType) -> ir.
     op = linalg.GenericOp_([padded, rhs], [_zeros(expanded_out, t)], maps, iterators)
     block = op.regions[0].blocks[0]
     with ir.InsertionPoint(block):
-        linalg.YieldOp([_multiply_add(t)(*block.arguments)])
+        linalg.YieldOp([multiply_add(t)(*block.arguments)])
     result = op.results[0]
     if count > 1:
         result = _collapse(result, expanded_out, d.output_feature_dimension)

@@ -70,7 +70,7 @@ def _zero_filled(shape: Shape, t: PrimitiveType) -> ir.Value:
     return linalg.fill(zero, outs=[init])
 
 
-def _multiply_add(t: PrimitiveType) -> Callable[[ir.Value, ir.Value, ir.Value], ir.Value]:
+def multiply_add(t: PrimitiveType) -> Callable[[ir.Value, ir.Value, ir.Value], ir.Value]:
     """acc + a * b in type t; or(acc, and(a, b)) for pred (on its storage bytes)."""
     if t == P.PRED:
         return lambda a, b, acc: arith.ori(acc, arith.andi(a, b))
@@ -123,7 +123,7 @@ def _generic_contraction(d: DotDimensionNumbers, lhs: ir.Value, rhs: ir.Value, l
     op = linalg.GenericOp_([lhs, rhs], [init], maps, ["parallel"] * n_out + ["reduction"] * n_contract)
     block = op.regions[0].blocks[0]
     with ir.InsertionPoint(block):
-        linalg.YieldOp([_multiply_add(t)(*block.arguments)])
+        linalg.YieldOp([multiply_add(t)(*block.arguments)])
     return op.results[0]
 
 

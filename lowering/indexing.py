@@ -26,10 +26,9 @@ from collections.abc import Callable, Sequence
 from mlir import ir
 from mlir.dialects import arith, linalg, scf, tensor
 
-from ..dialect.errors import CompileError
 from ..dialect.ops_indexing import batch_positions, scatter_window_sizes
 from ..dialect.shapes import PrimitiveType
-from .computations import NotScalar, current_library
+from .computations import apply_computation
 from .framework import OpView, lowers
 
 
@@ -39,17 +38,6 @@ def index_const(value: int) -> ir.Value:
 
 def element_type(value: ir.Value) -> ir.Type:
     return ir.RankedTensorType(value.type).element_type
-
-
-def apply_computation(op_name: str, symbol: str, args: Sequence[ir.Value]) -> list[ir.Value]:
-    """The sub-computation `symbol` on scalars (storage types in and out), as scalar code."""
-    try:
-        return current_library().emit_scalar(symbol, list(args))
-    except NotScalar as e:
-        raise CompileError(
-            f"{op_name}: its computation @{symbol} is not a scalar computation ({e}); only "
-            "computations of scalar elementwise ops (arith, compare, select, convert...) can "
-            "be lowered", "linalg") from None
 
 
 LoopBody = Callable[[list[ir.Value], list[ir.Value]], list[ir.Value]]

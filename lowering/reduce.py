@@ -39,10 +39,9 @@ from collections.abc import Callable, Sequence
 from mlir import ir
 from mlir.dialects import arith, linalg, scf, tensor
 
-from ..dialect.errors import CompileError
 from ..dialect.ops_reduce import dilated
 from ..dialect.shapes import PrimitiveType
-from .computations import NotScalar, current_library
+from .computations import apply_computation, current_library
 from .elementwise import from_storage
 from .framework import OpView, lowers
 
@@ -81,17 +80,6 @@ def _splat(scalar: ir.Value, dims: Sequence[int]) -> ir.Value:
 def _filled(init: ir.Value, dims: Sequence[int]) -> ir.Value:
     """A tensor of `dims` holding the value of the rank-0 tensor `init` everywhere."""
     return _splat(tensor.extract(init, []), dims)
-
-
-def _apply(op_name: str, symbol: str, args: Sequence[ir.Value]) -> list[ir.Value]:
-    """The sub-computation `symbol` applied to scalars, as scalar code at the insertion point."""
-    try:
-        return current_library().emit_scalar(symbol, list(args))
-    except NotScalar as e:
-        raise CompileError(
-            f"{op_name}: its computation @{symbol} is not a scalar computation ({e}); only "
-            "computations of scalar elementwise ops (arith, compare, select, convert...) can "
-            "be lowered", "linalg") from None
 
 
 def _generic(inputs: Sequence[ir.Value], outputs: Sequence[ir.Value], maps: Sequence[ir.AffineMap],
@@ -140,7 +128,7 @@ def _linalg_reduce(inputs: Sequence[ir.Value], outs: Sequence[ir.Value], dims: S
                 at_zero = arith.cmpi(arith.CmpIPredicate.eq, linalg.IndexOp(d).result, _index(0))
                 first = at_zero if first is None else arith.andi(first, at_zero)
             accs = [arith.select(first, init, acc) for init, acc in zip(first_inits, accs)]
-        linalg.YieldOp(_apply("reduce", symbol, accs + args[:n]))
+        linalg.YieldOp(apply_computation("reduce", symbol, accs + args[:n]))
     return list(op.results)
 
 
@@ -178,7 +166,7 @@ def _lane_split_reduce(x: ir.Value, init: ir.Value, kept: Sequence[int], size: i
         [dims(rank + 2, d(rank) + 1, d(rank + 1)), ir.AffineMap.get(rank + 2, 0, [d(rank)]),
          dims(rank + 2, d(rank + 1))],
         ["parallel"] * rank + ["reduction", "parallel"],
-        lambda value, _shape, acc: _apply("reduce", symbol, [acc, value]))
+        lambda value, _shape, acc: apply_computation("reduce", symbol, [acc, value]))
     # The lanes are read through a map each, not reduced by a linalg.reduce over them:
     # affine-loop-fusion would sink the partial loop nest into that one's lane loop
     # and lose the vectorizable order.
@@ -187,7 +175,7 @@ def _lane_split_reduce(x: ir.Value, init: ir.Value, kept: Sequence[int], size: i
     def fold_lanes(*args: ir.Value) -> list[ir.Value]:
         acc = args[-1]
         for lane_value in args[:LANES]:
-            acc = _apply("reduce", symbol, [acc, lane_value])[0]
+            acc = apply_computation("reduce", symbol, [acc, lane_value])[0]
         return [acc]
 
     return _generic([partials] * LANES, [_filled(init, kept)],
@@ -379,7 +367,7 @@ def lower_reduce_window(v: OpView) -> list[ir.Value]:
     symbol = a["computation"]
     # Padding cells and dilation holes read as the init values.
     return loops.generic(inputs, init_scalars, outs,
-                         lambda xs, _valid, accs: _apply("reduce_window", symbol, accs + xs))
+                         lambda xs, _valid, accs: apply_computation("reduce_window", symbol, accs + xs))
 
 
 # -- select_and_scatter ------------------------------------------------------------------------
@@ -405,7 +393,7 @@ def _select_in_windows(v: OpView, init: ir.Value) -> tuple[ir.Value, ir.Value]:
         offset = arith.index_cast(i64, loops.offset_in_window())
         # Windows are visited in lexicographic order, so `best` is the earlier element:
         # it stays unless select(earlier, later) is false (XLA's IR emitter does the same).
-        keep = from_storage(_apply("select_and_scatter", select, [best, x])[0], PrimitiveType.PRED)
+        keep = from_storage(apply_computation("select_and_scatter", select, [best, x])[0], PrimitiveType.PRED)
         take = arith.ori(arith.xori(found, true), arith.xori(keep, true))
         if valid is not None:  # padding is never selected
             take = arith.andi(valid, take)
@@ -444,7 +432,8 @@ def lower_select_and_scatter(v: OpView) -> ir.Value:
                 start = arith.muli(position[i], _index(strides[i]))
                 target.insert(0, arith.subi(arith.addi(start, w), _index(padding[i][0])))
             current = tensor.extract(out, target)
-            value = _apply("select_and_scatter", scatter, [current, tensor.extract(source, position)])
+            update = tensor.extract(source, position)
+            value = apply_computation("select_and_scatter", scatter, [current, update])
             scf.YieldOp([tensor.insert(value[0], out, target)])
         with ir.InsertionPoint(if_op.else_block):
             scf.YieldOp([out])
