@@ -27,9 +27,10 @@ from mlir import ir
 from mlir.dialects import arith, scf, tensor
 
 from ..dialect.shapes import PrimitiveType
+from .computations import apply_computation
 from .elementwise import from_storage
 from .framework import OpView, lowers
-from .indexing import apply_computation, element_type, index_const, loop_nest
+from .indexing import element_type, index_const, loop_nest
 
 
 def _merge_pass(sources: Sequence[ir.Value], destinations: Sequence[ir.Value],
