@@ -14,19 +14,9 @@ import sys
 import time
 
 import numpy as np
+from timing import median_time
 
 import xlamlir as xm
-
-
-def median_time(fn, repeats: int) -> float:
-    """Median wall time of `repeats` calls of `fn`, in seconds, after one warm-up call."""
-    fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return float(np.median(samples))
 
 
 def main(n: int = 1 << 20, repeats: int = 7) -> None:

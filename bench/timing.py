@@ -17,3 +17,14 @@ def best_of(fn: Callable[[], object], repeats: int, inner: int) -> float:
             fn()
         samples.append((time.perf_counter() - start) / inner)
     return float(np.median(samples))
+
+
+def median_time(fn: Callable[[], object], repeats: int) -> float:
+    """Median wall time of `repeats` calls of `fn`, in seconds, after one warm-up call."""
+    fn()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return float(np.median(samples))
