@@ -20,12 +20,12 @@ from ..dialect.errors import ShapeError
 from ..dialect.irdl import OPERAND_SEGMENTS, RESULT_SEGMENTS, new_context, segment_runs
 from ..dialect.registry import ELEMENTS
 from ..dialect.shapes import Shape, to_mlir_type_text
+from ..dialect.verify import LAYOUT_ATTR
 from .xla_op import XlaOp
 
 if TYPE_CHECKING:
     from .builder import XlaBuilder
 
-LAYOUT_ATTR = "xhlo.layout"
 
 
 class _TypeCache:

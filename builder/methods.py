@@ -14,7 +14,7 @@ from ..dialect.errors import ShapeError
 from ..dialect.ops_elementwise import COMPARISON_DIRECTIONS, default_comparison_type
 from ..dialect.registry import REGISTRY, OpDef
 from ..dialect.shapes import type_of
-from .broadcasting import broadcast_binary_operands, broadcast_to
+from .broadcasting import broadcast_binary_operands
 from .builder import XlaBuilder
 from .xla_op import XlaOp
 
@@ -148,4 +148,3 @@ def install() -> None:
     for direction in COMPARISON_DIRECTIONS:
         setattr(XlaBuilder, f"{direction.lower()}_total_order", _total_order_method(direction))
     XlaBuilder.logical_not = logical_not  # type: ignore[attr-defined]
-    XlaBuilder.broadcast_to = broadcast_to  # type: ignore[attr-defined]

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from mlir import ir
 
-from .irdl import MAX_RUNS, OPERAND_SEGMENTS, RESULT_SEGMENTS
+from .irdl import MAX_RUNS, OPERAND_SEGMENTS
 from .registry import (
     BOOL,
     DICT,
@@ -100,7 +100,7 @@ def from_mlir(kind: AttrKind, attr: ir.Attribute) -> Any:
     if kind is STR:
         return ir.StringAttr(attr).value
     if kind is ELEMENT_TYPE:
-        return element_type_from_mlir(ir.TypeAttr(attr).value)
+        return type_from_mlir_name(str(ir.TypeAttr(attr).value))
     if kind is ELEMENTS:
         return attr  # consumers (lowering) re-type it; no Python copy of the data is needed
     if kind is PAIRS:
@@ -117,10 +117,6 @@ def _dict_value(attr: ir.Attribute) -> Any:
     if isinstance(attr, ir.IntegerAttr):
         return ir.IntegerAttr(attr).value
     return tuple(ir.DenseI64ArrayAttr(attr))
-
-
-def element_type_from_mlir(t: ir.Type) -> PrimitiveType:
-    return type_from_mlir_name(str(t))
 
 
 def operand_groups(opdef: OpDef, operation: ir.Operation) -> dict[str, list[ir.Value]]:
@@ -154,5 +150,3 @@ def attribute_values(opdef: OpDef, operation: ir.Operation) -> dict[str, Any]:
             result[name] = ir.FlatSymbolRefAttr(attr).value
     return result
 
-
-SEGMENT_ATTRS = (OPERAND_SEGMENTS, RESULT_SEGMENTS)

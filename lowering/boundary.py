@@ -15,10 +15,8 @@ from mlir.dialects import bufferization, func
 
 from ..dialect.irdl import OPERAND_SEGMENTS, segment_runs
 from ..dialect.shapes import Shape
+from ..dialect.verify import LAYOUT_ATTR
 from .framework import cast, shape_of, signless_type
-
-LAYOUT_ATTR = "xhlo.layout"
-
 
 DYNAMIC_STRIDES_ATTR = "xhlo.dynamic_strides"
 

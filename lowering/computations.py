@@ -13,6 +13,7 @@ Imports `dialect` and the lowering modules.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -100,26 +101,7 @@ class ComputationLibrary:
         def branch(i: int) -> None:
             scf.YieldOp(self._emit_body(branches[i], [operands[i]]))
 
-        if index.type == ir.IntegerType.get_signless(1):
-            if_op = scf.IfOp(index, types, has_else=True)
-            with ir.InsertionPoint(if_op.then_block):
-                branch(0)
-            with ir.InsertionPoint(if_op.else_block):
-                branch(1)
-            return _structure(result_shape, list(if_op.results))
-        count = len(branches)
-        i32 = index.type
-        in_range = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, index, arith.constant(i32, 0)),
-                              arith.cmpi(arith.CmpIPredicate.slt, index, arith.constant(i32, count)))
-        chosen = arith.select(in_range, index, arith.constant(i32, count - 1))
-        switch = scf.IndexSwitchOp(types, arith.index_cast(ir.IndexType.get(), chosen),
-                                   list(range(count - 1)))
-        with ir.InsertionPoint(switch.default_block):
-            branch(count - 1)
-        for i in range(count - 1):
-            with ir.InsertionPoint(switch.case_block(i)):
-                branch(i)
-        return _structure(result_shape, list(switch.results))
+        return _structure(result_shape, select_branch(index, len(branches), types, branch))
 
     def _while_scalar(self, cond: str, body: str, init: Any) -> Any:
         """A while loop in scalar code: scf.while over the state's scalar leaves."""
@@ -198,6 +180,32 @@ class ComputationLibrary:
         if kind == "bitcast_convert":
             return arith.bitcast(Elem(_result_type(op)).type, values[0])
         raise NotScalar(f"{op.name} has no scalar form")
+
+
+def select_branch(index: ir.Value, count: int, result_types: list[ir.Type],
+                  emit_branch: Callable[[int], None]) -> list[ir.Value]:
+    """Run branch `index` of `count`: an i1 picks branch 0 (true) or 1 (false) with scf.if;
+    an i32 picks with scf.index_switch, an index below 0 or at least `count` running the
+    last branch (XLA). `emit_branch(i)` builds branch i, ending with its scf.yield."""
+    if index.type == ir.IntegerType.get_signless(1):
+        if_op = scf.IfOp(index, result_types, has_else=True)
+        with ir.InsertionPoint(if_op.then_block):
+            emit_branch(0)
+        with ir.InsertionPoint(if_op.else_block):
+            emit_branch(1)
+        return list(if_op.results)
+    i32 = index.type
+    in_range = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, index, arith.constant(i32, 0)),
+                          arith.cmpi(arith.CmpIPredicate.slt, index, arith.constant(i32, count)))
+    chosen = arith.select(in_range, index, arith.constant(i32, count - 1))
+    switch = scf.IndexSwitchOp(result_types, arith.index_cast(ir.IndexType.get(), chosen),
+                               list(range(count - 1)))
+    with ir.InsertionPoint(switch.default_block):
+        emit_branch(count - 1)
+    for i in range(count - 1):
+        with ir.InsertionPoint(switch.case_block(i)):
+            emit_branch(i)
+    return list(switch.results)
 
 
 def _structure(shape: Shape, leaves: list[Any]) -> Any:

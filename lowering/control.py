@@ -14,7 +14,7 @@ from mlir.dialects import arith, scf, tensor
 
 from ..dialect.shapes import PrimitiveType, to_mlir_type_text
 from .boundary import _leaves, _rebuild
-from .computations import current_library
+from .computations import current_library, select_branch
 from .elementwise import generic
 from .framework import OpView, lowers, signless_type, to_signless
 
@@ -99,27 +99,10 @@ def lower_case(v: OpView) -> ir.Value:
         scf.YieldOp(_storage(library.emit_tensor(branches[i], operands[i])))
 
     if v.shapes["index"].element_type == PrimitiveType.PRED:
-        branch = scf.IfOp(_scalar_i1(index), result_types, has_else=True)
-        with ir.InsertionPoint(branch.then_block):
-            emit_branch(0)
-        with ir.InsertionPoint(branch.else_block):
-            emit_branch(1)
-        return _result(v, list(branch.results))
-    count = len(branches)
-    i32 = ir.IntegerType.get_signless(32)
-    raw = tensor.extract(v.args["index"], [])
-    # XLA: an index below 0 or at least N runs the last branch.
-    in_range = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, raw, arith.constant(i32, 0)),
-                          arith.cmpi(arith.CmpIPredicate.slt, raw, arith.constant(i32, count)))
-    chosen = arith.select(in_range, raw, arith.constant(i32, count - 1))
-    switch = scf.IndexSwitchOp(result_types, arith.index_cast(ir.IndexType.get(), chosen),
-                               list(range(count - 1)))
-    with ir.InsertionPoint(switch.default_block):
-        emit_branch(count - 1)
-    for i in range(count - 1):
-        with ir.InsertionPoint(switch.case_block(i)):
-            emit_branch(i)
-    return _result(v, list(switch.results))
+        scalar_index = _scalar_i1(index)
+    else:
+        scalar_index = tensor.extract(v.args["index"], [])
+    return _result(v, select_branch(scalar_index, len(branches), result_types, emit_branch))
 
 
 def _operand_list(v: OpView, name: str) -> list[ir.Value]:

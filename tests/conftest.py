@@ -19,6 +19,7 @@ import sys
 import tempfile
 import textwrap
 
+import numpy as np
 import pytest
 from mlir import ir
 
@@ -133,3 +134,22 @@ def stage_text(computation: xm.XlaComputation, stage: str) -> str:
         pipeline.replace(later, [])
     with new_context(), ir.Location.unknown():
         return pipeline.run(ir.Module.parse(computation.as_mlir_text()))[stage]
+
+
+def data(shape: tuple[int, ...], dtype=np.float32, seed: int = 0, lo: int = -3,
+         hi: int = 4) -> np.ndarray:
+    """Small integers (exact in every type); complex values get an imaginary part too."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind == "u":
+        lo = max(lo, 0)
+    values = rng.integers(lo, hi, shape)
+    if dtype.kind == "c":
+        values = values + 1j * rng.integers(lo, hi, shape)
+    return values.astype(dtype)
+
+
+def param_shape(a: np.ndarray) -> xm.Shape:
+    return xm.Shape.array(xm.type_of(a.dtype), a.shape)

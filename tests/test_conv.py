@@ -20,7 +20,7 @@ import itertools
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import check_ir, stage_text
+from conftest import check_ir, data, param_shape, stage_text
 from numpy.lib.stride_tricks import sliding_window_view
 
 import xlamlir as xm
@@ -105,24 +105,6 @@ def seed_pseudocode(lhs: np.ndarray, rhs: np.ndarray, strides, padding) -> np.nd
                 value += lhs[b, iz, iy, ix] * rhs[oz, iz, ky, kx]
         out[b, oz, oy, ox] = value
     return out
-
-
-def data(shape: tuple[int, ...], dtype=np.float32, seed: int = 0, lo: int = -3, hi: int = 4) -> np.ndarray:
-    """Small integers (exact in every type); complex values get an imaginary part too."""
-    rng = np.random.default_rng(seed)
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    if dtype.kind == "u":
-        lo = max(lo, 0)
-    values = rng.integers(lo, hi, shape)
-    if dtype.kind == "c":
-        values = values + 1j * rng.integers(lo, hi, shape)
-    return values.astype(dtype)
-
-
-def param_shape(a: np.ndarray) -> xm.Shape:
-    return xm.Shape.array(xm.type_of(a.dtype), a.shape)
 
 
 def build_conv(lhs: np.ndarray, rhs: np.ndarray, *args, method: str = "conv_general_dilated",

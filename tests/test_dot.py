@@ -15,7 +15,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import check_ir, stage_text
+from conftest import check_ir, data, param_shape, stage_text
 
 import xlamlir as xm
 from xlamlir.dialect.ops_dot import DotDimensionNumbers
@@ -48,24 +48,6 @@ def reference_dot_general(lhs: np.ndarray, rhs: np.ndarray, dn: DN | tuple, out_
     if out_dtype == np.bool_:
         return out != 0
     return out.astype(out_dtype)
-
-
-def data(shape: tuple[int, ...], dtype, seed: int = 0, lo: int = -3, hi: int = 4) -> np.ndarray:
-    """Small integers (exact in every type); complex values get an imaginary part too."""
-    rng = np.random.default_rng(seed)
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    if dtype.kind == "u":
-        lo = max(lo, 0)
-    values = rng.integers(lo, hi, shape)
-    if dtype.kind == "c":
-        values = values + 1j * rng.integers(lo, hi, shape)
-    return values.astype(dtype)
-
-
-def param_shape(a: np.ndarray) -> xm.Shape:
-    return xm.Shape.array(xm.type_of(a.dtype), a.shape)
 
 
 def build_dot_general(lhs: np.ndarray, rhs: np.ndarray, dn, **kwargs) -> xm.XlaComputation:
