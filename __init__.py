@@ -4,6 +4,7 @@ Build a computation with `XlaBuilder`, compile it with `compile` (or a module
 given as text with `compile_mlir`), and call the executable on numpy arrays.
 """
 
+from . import distributed  # xm.distributed: replicas over MPI
 from .builder import XlaBuilder, XlaComputation, XlaOp
 from .dialect.errors import ArgumentError, CompileError, ShapeError, XlaError
 from .dialect.ops_conv import ConvDimensionNumbers
@@ -36,6 +37,7 @@ from .dialect.shapes import (
 from .lowering import Pipeline
 from .runtime import Executable, compile, compile_mlir
 from .runtime.custom_calls import CustomCallError, register_custom_call
+from .runtime.replicas import CollectiveError
 
 __all__ = [
     "XlaBuilder", "XlaComputation", "XlaOp", "ArgumentError", "CompileError", "ShapeError",
@@ -43,6 +45,6 @@ __all__ = [
     "TOKEN", "TUPLE", "U8", "U16", "U32", "U64", "Layout", "PrimitiveType", "Shape", "dtype_of",
     "type_of", "Pipeline", "Executable", "compile", "compile_mlir", "DotDimensionNumbers",
     "register_custom_call", "CustomCallError", "GatherDimensionNumbers", "ScatterDimensionNumbers",
-    "ConvDimensionNumbers",
+    "ConvDimensionNumbers", "CollectiveError", "distributed",
 ]
 __version__ = "0.1.0"

@@ -2,6 +2,7 @@
 
 from . import (
     methods,
+    methods_collective,
     methods_control,
     methods_conv,
     methods_custom,
@@ -20,7 +21,7 @@ from .computation import XlaComputation
 from .xla_op import XlaOp
 
 methods.install()
-_FAMILIES = (methods_control, methods_conv, methods_custom, methods_dot, methods_fft,
+_FAMILIES = (methods_collective, methods_control, methods_conv, methods_custom, methods_dot, methods_fft,
              methods_indexing, methods_io, methods_linear_algebra, methods_reduce, methods_rng,
              methods_shape, methods_sort)
 for _module in _FAMILIES:

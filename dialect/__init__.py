@@ -4,6 +4,7 @@ Importing this package registers every op. Imports nothing outside `dialect`.
 """
 
 from . import (  # noqa: F401  (registration side effects)
+    ops_collective,
     ops_control,
     ops_conv,
     ops_core,

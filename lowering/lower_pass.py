@@ -13,6 +13,7 @@ from mlir.rewrite import GreedyRewriteConfig, apply_patterns_and_fold_greedily
 
 from ..dialect.registry import DIALECT
 from . import (  # noqa: F401  (register their lowerings)
+    collective,
     control,
     conv,
     core,

@@ -28,6 +28,7 @@ from .executable import Executable
 from .inspection import compile_stats, dump_compilation
 from .io import Infeed, Outfeed
 from .io import builtins as io_builtins
+from .replicas import check_collectives, collective_builtins
 
 CACHE_SIZE = 128
 _cache: collections.OrderedDict[Any, Executable] = collections.OrderedDict()
@@ -94,6 +95,7 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         except Exception as e:  # noqa: BLE001 - MLIRError from the parser
             raise CompileError(f"cannot parse the module: {e}", "hlo", str(e)) from None
         verify_module(module)
+        check_collectives(module, num_replicas)
         parameter_shapes, result_shape = program_shape_of(module)
         if dynamic_strides:
             module.operation.attributes[DYNAMIC_STRIDES_ATTR] = ir.UnitAttr.get()
@@ -126,7 +128,8 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
     callback_errors = threading.local()
     infeed, outfeed = Infeed(), Outfeed()
     trampolines = bind_custom_calls(engine, custom_records, callback_errors,
-                                    io_builtins(infeed, outfeed))
+                                    {**io_builtins(infeed, outfeed),
+                                     **collective_builtins(num_replicas)})
     stats["binding_s"] = time.perf_counter() - jitted
     return Executable(name=name, engine=engine, callbacks=(trampolines, callback_errors),
                       feeds=(infeed, outfeed),

@@ -20,6 +20,7 @@ from ..dialect.shapes import Shape
 from .arguments import LeafSpec, coerce, strides_fit
 from .export import export_executable
 from .inspection import dump_stages, executable_html, stage_diff
+from .replicas import execute_replicated
 
 
 class Executable:
@@ -93,6 +94,8 @@ class Executable:
     def program_shape(self) -> tuple[list[Shape], Shape]:
         return list(self.parameter_shapes), self.result_shape
 
+    # N replicas on N threads (runtime/replicas.py).
+    execute_replicated = execute_replicated
     # Ahead-of-time export: `exe.export("out/libname.so")` (runtime/export.py).
     export = export_executable
     # Inspection (runtime/inspection.py).
