@@ -17,10 +17,11 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from ..dialect.errors import CompileError
+from .approximations import approximate_math
 from .destinations import split_shared_inits
 from .i1_memory import widen_i1_memrefs
 from .lower_pass import lower_xhlo
-from .vectorize import super_vectorize
+from .vectorize import schedule_vectorize, super_vectorize
 
 PassSpec = str | Callable[[Any, Any], None]
 
@@ -49,6 +50,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "convert-bufferization-to-memref",  # else a bufferization.clone survives
     ]),
     ("vectorized", [
+        # Elementwise and reduction generics: tiled, split across cores (scf.forall) and
+        # vectorized at the linalg level by transform scripts (lowering/vectorize.py).
+        schedule_vectorize,
         "func.func(convert-linalg-to-affine-loops)",
         # No affine-loop-fusion: it moved a fill's loop after the copy into the filled buffer
         # (pad then any consumer gave zeros); linalg-level fusion already ran in "fused".
@@ -56,12 +60,17 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "canonicalize",
     ]),
     ("loops", [
+        approximate_math,  # f32 exp/tanh as polynomials: LLVM would call libm lane by lane
+        # scf.forall -> scf.parallel -> tasks on the async runtime's thread pool.
+        "scf-forall-to-parallel,async-parallel-for{async-dispatch=false num-workers=-1},"
+        "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt",
         "lower-affine",
         "convert-vector-to-scf",
         "convert-scf-to-cf",
         "canonicalize",
     ]),
     ("llvm", [
+        "convert-async-to-llvm",  # calls into libmlir_async_runtime (runtime/compiler.py)
         widen_i1_memrefs,  # LLVM 22 asserts on scalar i1 loads/stores (deallocation's buffers)
         "convert-complex-to-standard",  # complex division/abs with the overflow-safe algorithms
         "convert-math-to-llvm",  # math ops with LLVM intrinsics (vector forms kept)
@@ -170,7 +179,6 @@ def _run_one(module: ir.Module, stage: str, spec: PassSpec) -> None:
             diagnostics.append(f"  note: {note.location}: {note.message}")
         return True
 
-    before = None
     try:
         pm = PassManager("builtin.module", context=context)
         if isinstance(spec, str):
@@ -183,7 +191,6 @@ def _run_one(module: ir.Module, stage: str, spec: PassSpec) -> None:
         else:
             pipeline_text = _describe(spec)
             pm.add(_guarded(spec, failure), name=f"py-{pipeline_text}")
-        before = str(module)
         handler = context.attach_diagnostic_handler(collect)
         try:
             pm.run(module.operation)
@@ -205,7 +212,6 @@ def _run_one(module: ir.Module, stage: str, spec: PassSpec) -> None:
     if failure:
         raise CompileError(f"stage {stage!r}, Python pass {pipeline_text!r} failed: {failure[0]!r}",
                            stage, str(failure[0])) from failure[0]
-    del before
 
 
 def _guarded(fn: Callable[[Any, Any], None], failure: list[BaseException]) -> Callable[[Any, Any], None]:

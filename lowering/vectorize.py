@@ -9,9 +9,12 @@ accesses all use identity layouts. Imports nothing of ours.
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
 
 from mlir import ir
+from mlir.dialects.transform import interpreter
 from mlir.passmanager import PassManager
 
 VECTOR_SIZE = 16  # f32 lanes of an AVX-512 register
@@ -63,3 +66,200 @@ def super_vectorize(op: Any, pass_: Any) -> None:
         if func_op.operation.name != "func.func" or _has_strided_access(func_op.operation):
             continue
         PassManager.parse(pipeline, context=op.context).run(func_op.operation)
+
+
+# ---------------------------------------------------------------- linalg-level schedules
+#
+# Elementwise (all-parallel) and reduction generics on buffers are tiled and
+# vectorized by a transform-dialect script before the affine path sees them:
+# the outermost dimension is split across cores (scf.forall -> async runtime)
+# when the op is large, the innermost dimension is tiled by the vector width and
+# peeled (full tiles vectorize, the remainder becomes scalar loops), and reduction
+# dimensions are tiled so one vector.multi_reduction folds several rows at once.
+# Whatever this does not match (strided layouts, gathers, index arithmetic in
+# maps, exotic bodies) stays on the affine super-vectorizer path.
+
+SCHEDULE_ATTR = "xlamlir.vectorize"
+VECTOR_WIDTH = 16  # elements per vector tile of the innermost dimension
+REDUCTION_TILE = 8  # reduction rows folded per vector step
+# Work (elements x body ops) above which an op is split across cores: the async
+# runtime's dispatch costs a few microseconds.
+PARALLEL_MIN_WORK = 1 << 18
+THREADS = max(1, min(os.cpu_count() or 1, 8))
+
+_VECTORIZABLE_BODY = ("arith.", "math.")
+_ELEMENT_TYPES = ("f32", "f64", "i32", "i64", "i16", "i8", "f16", "bf16")
+_MAP = re.compile(r"affine_map<\(([^)]*)\)\s*->\s*\(([^)]*)\)>")
+
+
+def _map_dims(attr: str) -> tuple[list[str], list[str]] | None:
+    m = _MAP.fullmatch(attr.strip())
+    if m is None:
+        return None
+    dims = [d.strip() for d in m.group(1).split(",") if d.strip()]
+    results = [r.strip() for r in m.group(2).split(",") if r.strip()]
+    return dims, results
+
+
+def _loop_ranges(op: Any) -> list[int] | None:
+    """Static loop bounds of a linalg.generic on identity-layout buffers whose maps are
+    projected permutations (broadcasts, transposes); None when the schedule does not apply."""
+    maps = [str(m) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    ranges: dict[int, int] = {}
+    n_dims = None
+    for value, text in zip(op.operands, maps):
+        type_text = str(value.type)
+        if not type_text.startswith("memref<") or "strided<" in type_text or "affine_map" in type_text:
+            return None
+        parsed = _map_dims(text)
+        if parsed is None:
+            return None
+        dims, results = parsed
+        n_dims = len(dims)
+        shape = ir.MemRefType(value.type).shape
+        if any(s < 0 for s in shape) or len(shape) != len(results):
+            return None
+        element = type_text.rsplit("x", 1)[-1].rstrip(">") if shape else type_text[7:-1]
+        if element not in _ELEMENT_TYPES:
+            return None
+        seen = set()
+        for size, result in zip(shape, results):
+            if result not in dims or result in seen:  # constants or expressions: not a permutation
+                return None
+            seen.add(result)
+            ranges[dims.index(result)] = size
+    if n_dims is None or len(ranges) != n_dims or n_dims == 0:
+        return None
+    return [ranges[d] for d in range(n_dims)]
+
+
+def _body_ok(op: Any) -> tuple[bool, int]:
+    count = 0
+    for inner in op.regions[0].blocks[0].operations:
+        name = inner.operation.name
+        if name == "linalg.yield":
+            continue
+        if not name.startswith(_VECTORIZABLE_BODY):
+            return False, 0
+        count += 1
+    return True, count
+
+
+def _plan(op: Any) -> dict[str, Any] | None:
+    if op.name != "linalg.generic" or SCHEDULE_ATTR in op.attributes:
+        return None
+    ranges = _loop_ranges(op)
+    if ranges is None:
+        return None
+    ok, body_ops = _body_ok(op)
+    if not ok:
+        return None
+    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    kinds = ["reduction" if "reduction" in it else "parallel" for it in iterators]
+    # The innermost loop must be parallel (vectors along memory); reductions go outer.
+    if kinds[-1] != "parallel":
+        return None
+    last = ranges[-1]
+    if last < 4:
+        return None  # too narrow for vectors: the affine path does as well
+    width = VECTOR_WIDTH if last >= VECTOR_WIDTH else last
+    tiles = []
+    for size, kind in zip(ranges[:-1], kinds[:-1]):
+        if kind == "reduction":
+            tiles.append(next(t for t in (REDUCTION_TILE, 4, 2, 1) if size % t == 0))
+        else:
+            tiles.append(1)
+    tiles.append(width)
+    work = 1
+    for size in ranges:
+        work *= size
+    work *= max(1, body_ops)
+    split = None
+    if THREADS > 1 and work >= PARALLEL_MIN_WORK and kinds[0] == "parallel":
+        if len(ranges) == 1:
+            chunk = -(-ranges[0] // (THREADS * width)) * width
+        else:
+            chunk = -(-ranges[0] // THREADS)
+        if chunk < ranges[0]:
+            split = chunk
+    return {"ranges": ranges, "tiles": tiles, "width": width, "split": split}
+
+
+def _script(i: int, plan: dict[str, Any]) -> str:
+    ranges, tiles, width, split = plan["ranges"], plan["tiles"], plan["width"], plan["split"]
+    any_op = "!transform.any_op"
+    lines = [f'%g{i} = transform.structured.match ops{{["linalg.generic"]}} '
+             f'attributes {{{SCHEDULE_ATTR} = {i} : i64}} in %root : ({any_op}) -> {any_op}']
+    target = f"%g{i}"
+    if split is not None:
+        sizes = [split] + [0] * (len(ranges) - 1)
+        lines.append(f"%p{i}, %forall{i} = transform.structured.tile_using_forall {target} "
+                     f"tile_sizes {sizes} : ({any_op}) -> ({any_op}, {any_op})")
+        target = f"%p{i}"
+    loops = sum(1 for t in tiles if t)
+    lines.append(f"%t{i}, %l{i}:{loops} = transform.structured.tile_using_for {target} "
+                 f"tile_sizes {tiles} : ({any_op}) -> ({any_op}{f', {any_op}' * loops})")
+    # The innermost tile has a remainder when the dimension (or the core's chunk of it)
+    # is not a multiple of the vector width: peel it off as scalar loops (masked vectors
+    # of these bodies do not always vectorize).
+    inner_extent = split if (split is not None and len(ranges) == 1) else ranges[-1]
+    remainder = (ranges[-1] % width != 0) or (split is not None and len(ranges) == 1
+                                               and ranges[0] % split != 0) or inner_extent % width != 0
+    if remainder:
+        lines += [
+            f'%inner{i} = transform.cast %l{i}#{loops - 1} : {any_op} to !transform.op<"scf.for">',
+            f"%main{i}, %rest{i} = transform.loop.peel %inner{i} : "
+            f'(!transform.op<"scf.for">) -> ({any_op}, {any_op})',
+            # Folds the full tiles' sizes (affine.apply of constants) to static ones.
+            f"transform.apply_patterns to %main{i} {{ transform.apply_patterns.canonicalization }}"
+            f" : {any_op}",
+            f'%gm{i} = transform.structured.match ops{{["linalg.generic"]}} in %main{i} : '
+            f"({any_op}) -> {any_op}",
+            f'%gr{i} = transform.structured.match ops{{["linalg.generic"]}} in %rest{i} : '
+            f"({any_op}) -> {any_op}",
+            f"transform.structured.vectorize %gm{i} : {any_op}",
+            f"transform.structured.convert_to_loops %gr{i} : ({any_op}) -> {any_op}",
+        ]
+    else:
+        lines.append(f"transform.structured.vectorize %t{i} : {any_op}")
+    return "\n".join(lines) + "\n"
+
+
+_CLEANUP = """
+%funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+transform.apply_patterns to %funcs {
+  transform.apply_patterns.vector.lower_masked_transfers
+  transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerparallel"
+  transform.apply_patterns.vector.transfer_permutation_patterns
+  transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+  transform.apply_patterns.canonicalization
+} : !transform.any_op
+"""
+
+
+def schedule_vectorize(op: Any, pass_: Any) -> None:
+    """Tile, split across cores and vectorize the elementwise and reduction generics."""
+    found: list[tuple[Any, dict[str, Any]]] = []
+
+    def visit(inner: Any) -> ir.WalkResult:
+        if inner.name == "linalg.generic":
+            plan = _plan(inner)
+            if plan is not None:
+                found.append((inner, plan))
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    if not found:
+        return
+    context = op.context
+    i64 = ir.IntegerType.get_signless(64, context)
+    body = []
+    for i, (generic, plan) in enumerate(found):
+        generic.attributes[SCHEDULE_ATTR] = ir.IntegerAttr.get(i64, i)
+        body.append(_script(i, plan))
+    text = ("module attributes {transform.with_named_sequence} {\n"
+            "transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
+            + "".join(body) + _CLEANUP + "transform.yield\n}\n}\n")
+    with context:
+        script = ir.Module.parse(text)
+        interpreter.apply_named_sequence(op, script.body.operations[0], script)

@@ -36,11 +36,12 @@ _cache_lock = threading.Lock()
 
 
 def runtime_libraries() -> list[str]:
-    """The MLIR runner-utils libraries shipped in the MLIR wheels."""
+    """The MLIR runtime libraries shipped in the MLIR wheels: runner utils, and the async
+    runtime that runs the tasks of parallel loops (scf.forall -> async) on its thread pool."""
     import mlir
 
     lib = os.path.join(list(mlir.__path__)[0], "lib")
-    names = ["libmlir_c_runner_utils.so"]
+    names = ["libmlir_c_runner_utils.so", "libmlir_async_runtime.so"]
     return [os.path.join(lib, n) for n in names if os.path.exists(os.path.join(lib, n))]
 
 

@@ -1,0 +1,145 @@
+"""Vectorizable f32 exp and tanh: `math.exp` / `math.tanh` rewritten into arith polynomials.
+
+LLVM has no vector exp/tanh: `convert-math-to-llvm` gives `llvm.intr.exp` on a vector,
+which the backend splits into one libm call per lane (~25 ns an element), and
+`math.tanh` goes to libm element by element. The upstream rewrite into
+polynomials (`populateMathPolynomialApproximationPatterns`) is only reachable
+through a test pass absent from the wheels, so this pass builds the same kind
+of code with the Python bindings. Like XLA:CPU's own emitters:
+
+- exp: Cody-Waite range reduction x = k ln2 + r, |r| <= ln2/2, Cephes' degree-7
+  polynomial for e^r, then the scaling by 2^k in two steps (2^(k/2) twice) so that
+  results in the subnormal range round once and overflow gives inf. ~1 ulp.
+- tanh: Eigen's (and XLA's) rational approximation on [-7.9, 7.9] with x itself
+  for |x| < 0.0004; a few ulp.
+
+NaN inputs give NaN, -0.0 gives -0.0, +-inf give the limits. Only f32 (scalar or
+vector) ops are rewritten: f64 keeps libm, f16/bf16 are computed in f32 already.
+Imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import arith, math
+
+# Cephes expf: e^r ~ 1 + r + r^2 * P(r) on |r| <= ln2 / 2.
+_EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+          1.6666665459e-1, 5.0000001201e-1)
+_LOG2E = 1.44269504088896341
+_LN2_HI = 0.693359375  # exact in a few bits: k * _LN2_HI is exact for |k| <= 256
+_LN2_LO = -2.12194440e-4
+# Below -104 the result rounds to +0; above 88.8 it overflows: clamping there keeps k small.
+_EXP_LO, _EXP_HI = -104.0, 88.8
+
+# Eigen's float tanh: x * P(x^2) / Q(x^2), clamped where tanh rounds to +-1.
+_TANH_ALPHA = (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
+               5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
+               4.89352455891786e-03)
+_TANH_BETA = (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
+              4.89352518554385e-03)
+_TANH_CLAMP = 7.90531110763549805
+_TANH_TINY = 0.0004
+_TANH_ONE = 9.1  # 1 - tanh(x) < 2^-25 from about 9.01 on
+
+
+class _Emitter:
+    """Builds arith ops of one float type (f32 or a vector of f32) at the insertion point."""
+
+    def __init__(self, float_type: ir.Type) -> None:
+        self.f = float_type
+        i32 = ir.IntegerType.get_signless(32)
+        if _is_vector(float_type):
+            vt = ir.VectorType(float_type)
+            self.i = ir.VectorType.get(vt.shape, i32)
+            self.b = ir.VectorType.get(vt.shape, ir.IntegerType.get_signless(1))
+        else:
+            self.i, self.b = i32, ir.IntegerType.get_signless(1)
+        self._i32 = i32
+
+    def _const(self, shaped: ir.Type, attr: ir.Attribute) -> ir.Value:
+        if _is_vector(shaped):
+            return arith.constant(shaped, ir.DenseElementsAttr.get_splat(shaped, attr))
+        return arith.constant(shaped, attr)
+
+    def c(self, value: float) -> ir.Value:
+        return self._const(self.f, ir.FloatAttr.get(ir.F32Type.get(), value))
+
+    def ci(self, value: int) -> ir.Value:
+        return self._const(self.i, ir.IntegerAttr.get(self._i32, value))
+
+    def fma(self, a: ir.Value, b: ir.Value, c: ir.Value) -> ir.Value:
+        return math.fma(a, b, c)
+
+    def horner(self, x: ir.Value, coefficients: tuple[float, ...]) -> ir.Value:
+        acc = self.c(coefficients[0])
+        for coefficient in coefficients[1:]:
+            acc = self.fma(acc, x, self.c(coefficient))
+        return acc
+
+    def pow2(self, k: ir.Value) -> ir.Value:
+        """2^k for an integer k in the normal exponent range, built from its bits."""
+        biased = arith.shli(arith.addi(k, self.ci(127)), self.ci(23))
+        return arith.bitcast(self.f, biased)
+
+
+def _exp(e: _Emitter, x: ir.Value) -> ir.Value:
+    # maxnumf/minnumf turn NaN into a bound, so k is always a finite integer; the
+    # select at the end gives NaN back.
+    clamped = arith.minnumf(arith.maxnumf(x, e.c(_EXP_LO)), e.c(_EXP_HI))
+    kf = math.roundeven(arith.mulf(clamped, e.c(_LOG2E)))
+    r = e.fma(arith.negf(kf), e.c(_LN2_HI), clamped)
+    r = e.fma(arith.negf(kf), e.c(_LN2_LO), r)
+    p = e.horner(r, _EXP_P)
+    y = arith.addf(e.fma(p, arith.mulf(r, r), r), e.c(1.0))
+    k = arith.fptosi(e.i, kf)
+    half = arith.shrsi(k, e.ci(1))  # k in [-150, 128]: both halves in [-75, 64]
+    y = arith.mulf(arith.mulf(y, e.pow2(half)), e.pow2(arith.subi(k, half)))
+    nan = arith.cmpf(arith.CmpFPredicate.UNO, x, x)
+    return arith.select(nan, x, y)
+
+
+def _tanh(e: _Emitter, x: ir.Value) -> ir.Value:
+    # minimumf/maximumf propagate NaN through the clamp and the rational function.
+    clamped = arith.maximumf(arith.minimumf(x, e.c(_TANH_CLAMP)), e.c(-_TANH_CLAMP))
+    x2 = arith.mulf(clamped, clamped)
+    p = arith.mulf(clamped, e.horner(x2, _TANH_ALPHA))
+    q = e.horner(x2, _TANH_BETA)
+    ratio = arith.divf(p, q)
+    magnitude = math.absf(x)
+    # The rational function stops 2 ulp short of +-1; tanh rounds to +-1 from ~9.01 on.
+    ratio = arith.select(arith.cmpf(arith.CmpFPredicate.OGE, magnitude, e.c(_TANH_ONE)),
+                         math.copysign(e.c(1.0), x), ratio)
+    tiny = arith.cmpf(arith.CmpFPredicate.OLT, magnitude, e.c(_TANH_TINY))
+    return arith.select(tiny, x, ratio)  # tanh(x) == x in f32 there, -0.0 included
+
+
+_REWRITES = {"math.exp": _exp, "math.tanh": _tanh}
+
+
+def _is_vector(t: ir.Type) -> bool:
+    return str(t).startswith("vector<")
+
+
+def _is_f32(t: ir.Type) -> bool:
+    return str(t) == "f32" or (_is_vector(t) and str(t).endswith("xf32>"))
+
+
+def approximate_math(op: Any, pass_: Any) -> None:
+    """Rewrite every f32 math.exp / math.tanh under `op` into a polynomial."""
+    found: list[ir.Operation] = []
+
+    def visit(inner: Any) -> ir.WalkResult:
+        if inner.name in _REWRITES and _is_f32(inner.results[0].type):
+            found.append(inner)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    for target in found:
+        result = target.results[0]
+        with ir.InsertionPoint(target), target.location:
+            new = _REWRITES[target.name](_Emitter(result.type), target.operands[0])
+        result.replace_all_uses_with(new)
+        target.erase()
