@@ -5,19 +5,19 @@ call an executable compiled with `num_replicas=N`: under mpiexec the MPI world i
 picked up on the first collective). Rank r runs replica r; every collective maps
 onto an MPI collective of a communicator split per replica group:
 
-| xlamlir | MPI |
+| xlamlir | what each rank sends, in one MPI Ialltoallv |
 |---|---|
-| all_reduce, cross_replica_sum, all_gather | Iallgather (then the compiled code reduces) |
-| reduce_scatter, all_to_all | Ialltoall |
-| collective_broadcast | Ibcast from the group's first rank |
-| collective_permute | Isend / Irecv on the world communicator |
+| all_reduce, all_gather | its operand to every member of its group (then all_reduce reduces) |
+| reduce_scatter, all_to_all | block i of its operand to member i of its group |
+| collective_broadcast | the group's first rank: its operand to every member |
+| collective_permute | its operand to its target |
 
 The reductions of all_reduce and reduce_scatter run in the compiled code, in group
 order, so every rank of a group gets bit-identical results for any computation.
 Waits are bounded as in-process ones (`runtime.replicas.COLLECTIVE_TIMEOUT`): a
-rank whose peers never arrive raises `CollectiveError` instead of hanging (its
-pending MPI request is abandoned, so the job should then end: mpiexec stops
-every rank once one exits with an error).
+rank whose peers never arrive raises `CollectiveError` instead of hanging. Its
+MPI request is then abandoned, so the job should end: `xm.distributed.abort()`
+ends every rank at once (MPI_Abort).
 """
 
 from __future__ import annotations
@@ -92,6 +92,11 @@ def context(auto: bool = False) -> ReplicaContext | None:
     return None
 
 
+def abort(code: int = 1) -> None:
+    """End every rank of the job (MPI_Abort): the way out after a CollectiveError."""
+    _mpi().COMM_WORLD.Abort(code)
+
+
 def shutdown() -> None:
     """Forget the MPI context (MPI itself is finalized by mpi4py at exit)."""
     with _lock:
@@ -112,39 +117,22 @@ def _unpack(raw: np.ndarray, like: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 class MpiCommunicator:
-    """The Communicator (runtime/replicas.py) of one replica per rank of `comm`."""
+    """The Communicator (runtime/replicas.py) of one replica per rank of `comm`.
+
+    Every collective is one non-blocking `Ialltoallv` over the whole communicator, in which
+    a rank sends only to the members of its replica group (zero bytes to the others): the
+    groups need no split communicators, whose creation would block without a bound if a
+    peer never came, and the wait for the exchange is bounded (`_wait`).
+    """
 
     def __init__(self, comm: Any, timeout: float | None = None) -> None:
         self.comm = comm
         self.timeout = COLLECTIVE_TIMEOUT if timeout is None else float(timeout)
-        self._splits: dict[tuple[int, ...], Any] = {}
         self.aborted: str | None = None
 
     def abort(self, reason: str) -> None:
         if self.aborted is None:
             self.aborted = reason
-
-    def _check(self, key: str) -> None:
-        if self.aborted is not None:
-            raise CollectiveError(f"rank {self.comm.Get_rank()}: collective ({key}) not run: "
-                                  f"{self.aborted}")
-
-    def _group_comm(self, groups: list[list[int]]) -> tuple[Any, int] | None:
-        """The communicator of the caller's group (ranked in group order) and its size, or
-        None for a rank in no group. Splitting is collective over the world: every rank
-        reaches the same collective with the same groups, so all split (or find the split
-        in their cache) together."""
-        MPI = _mpi()
-        key = tuple(tuple(g) for g in groups)
-        if key not in self._splits:
-            me = self.comm.Get_rank()
-            colour, position = MPI.UNDEFINED, 0
-            for i, group in enumerate(groups):
-                if me in group:
-                    colour, position = i, list(group).index(me)
-            sub = self.comm.Split(colour, position)
-            self._splits[key] = None if colour == MPI.UNDEFINED else (sub, len(groups[colour]))
-        return self._splits[key]
 
     def _wait(self, requests: list[Any], key: str) -> None:
         MPI = _mpi()
@@ -153,59 +141,73 @@ class MpiCommunicator:
         while not MPI.Request.Testall(requests):
             if time.monotonic() > deadline:
                 reason = (f"rank {self.comm.Get_rank()} waited {self.timeout:g} s in a collective "
-                          f"({key}) whose peers never came")
+                          f"({key}) for peers that never came (a rank failed, or the ranks ran "
+                          f"different collectives)")
                 self.abort(reason)
                 raise CollectiveError(reason)
             time.sleep(pause)
             pause = min(pause * 2, 1e-3)
 
-    def _sub(self, key: str, groups: list[list[int]]) -> tuple[Any, int]:
-        self._check(key)
-        found = self._group_comm(groups)
-        if found is None:
-            raise CollectiveError(f"rank {self.comm.Get_rank()} is in none of the replica groups "
-                                  f"{groups}")
-        return found
+    def _exchange(self, key: str, sends: dict[int, np.ndarray],
+                  receives: dict[int, int]) -> dict[int, np.ndarray]:
+        """Send `sends[rank]` (bytes) to each rank and receive `receives[rank]` bytes from
+        each, in one Ialltoallv of every rank of the communicator."""
+        if self.aborted is not None:
+            raise CollectiveError(f"rank {self.comm.Get_rank()}: collective ({key}) not run: "
+                                  f"{self.aborted}")
+        MPI = _mpi()
+        size = self.comm.Get_size()
+        send_counts = [sends[r].size if r in sends else 0 for r in range(size)]
+        recv_counts = [receives.get(r, 0) for r in range(size)]
+        send_displs = np.concatenate([[0], np.cumsum(send_counts)[:-1]]).astype(int).tolist()
+        recv_displs = np.concatenate([[0], np.cumsum(recv_counts)[:-1]]).astype(int).tolist()
+        send = (np.concatenate([sends[r] for r in range(size) if r in sends])
+                if sends else np.zeros(0, np.uint8))
+        recv = np.empty(max(sum(recv_counts), 1), np.uint8)
+        request = self.comm.Ialltoallv([send, (send_counts, send_displs), MPI.BYTE],
+                                       [recv, (recv_counts, recv_displs), MPI.BYTE])
+        self._wait([request], key)
+        return {r: recv[recv_displs[r]:recv_displs[r] + recv_counts[r]]
+                for r in range(size) if r in receives}
 
     def gather(self, key: str, groups: list[list[int]], me: int,
                arrays: list[np.ndarray]) -> list[list[np.ndarray]]:
-        sub, count = self._sub(key, groups)
-        send = np.concatenate([_bytes(a) for a in arrays]) if arrays else np.zeros(0, np.uint8)
-        recv = np.empty(send.size * count, np.uint8)
-        self._wait([sub.Iallgather(send, recv)], key)
-        return [_unpack(recv[m * send.size:(m + 1) * send.size], arrays) for m in range(count)]
+        group = _group(groups, me)
+        mine = _pack(arrays)
+        got = self._exchange(key, {m: mine for m in group}, {m: mine.size for m in group})
+        return [_unpack(got[m], arrays) for m in group]
 
     def exchange_blocks(self, key: str, groups: list[list[int]], me: int,
                         blocks: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
-        sub, count = self._sub(key, groups)
-        parts = [np.concatenate([_bytes(a) for a in b]) for b in blocks]
-        size = parts[0].size
-        send = np.concatenate(parts)
-        recv = np.empty_like(send)
-        self._wait([sub.Ialltoall(send, recv)], key)
-        return [_unpack(recv[m * size:(m + 1) * size], blocks[m]) for m in range(count)]
+        group = _group(groups, me)
+        packed = [_pack(b) for b in blocks]
+        got = self._exchange(key, dict(zip(group, packed)), {m: packed[0].size for m in group})
+        return [_unpack(got[m], blocks[0]) for m in group]
 
     def permute(self, key: str, pairs: Sequence[tuple[int, int]], me: int,
                 array: np.ndarray) -> np.ndarray | None:
-        self._check(key)
-        requests, received = [], None
-        send = _bytes(array)
-        for source, target in pairs:
-            if source == me:
-                requests.append(self.comm.Isend(send, dest=target, tag=_PERMUTE_TAG))
-            if target == me:
-                received = np.empty_like(send)
-                requests.append(self.comm.Irecv(received, source=source, tag=_PERMUTE_TAG))
-        if requests:
-            self._wait(requests, key)
-        return None if received is None else received.view(array.dtype).reshape(array.shape)
+        sends = {t: _bytes(array) for s, t in pairs if s == me}
+        receives = {s: array.nbytes for s, t in pairs if t == me}
+        got = self._exchange(key, sends, receives)
+        return _unpack(got[next(iter(receives))], [array])[0] if receives else None
 
     def broadcast(self, key: str, groups: list[list[int]], me: int,
                   array: np.ndarray) -> np.ndarray | None:
-        self._check(key)
-        found = self._group_comm(groups)
-        if found is None:
+        group = next((g for g in groups if me in g), None)
+        if group is None:  # still part of the exchange of the whole communicator
+            self._exchange(key, {}, {})
             return None
-        buffer = _bytes(array).copy()
-        self._wait([found[0].Ibcast(buffer, root=0)], key)
-        return buffer.view(array.dtype).reshape(array.shape)
+        sends = {m: _bytes(array) for m in group} if group[0] == me else {}
+        got = self._exchange(key, sends, {group[0]: array.nbytes})
+        return _unpack(got[group[0]], [array])[0]
+
+
+def _group(groups: list[list[int]], me: int) -> list[int]:
+    for g in groups:
+        if me in g:
+            return list(g)
+    raise CollectiveError(f"rank {me} is in none of the replica groups {groups}")
+
+
+def _pack(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    return np.concatenate([_bytes(a) for a in arrays]) if arrays else np.zeros(0, np.uint8)
