@@ -499,3 +499,22 @@ def test_hlo_stage_shows_the_collective_and_its_groups():
     again = xm.compile_mlir(text, num_replicas=4)
     out = again.execute_replicated([[np.float32([1, 2, 3, 4]) * r] for r in range(4)])
     np.testing.assert_array_equal(out[2], (np.float32([1, 2, 3, 4]) * 2)[2:])
+
+
+def test_send_and_recv_pass_values_between_replicas():
+    """Channels are process-wide: replica 0's send reaches replica 1's recv."""
+    b = xm.XlaBuilder("send_recv")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (3,)))
+    is_zero = b.eq(b.replica_id(), b.constant(np.uint32(0)))
+
+    def sender(v):
+        v.builder.send(v, "test_collectives.replica_channel")
+        return v
+
+    def receiver(v):
+        return v.builder.recv(xm.Shape.array(xm.F32, (3,)), "test_collectives.replica_channel")
+
+    exe = xm.compile(b.build(b.conditional(is_zero, [sender, receiver], [x, x])), num_replicas=2)
+    out = exe.execute_replicated([[np.float32([1, 2, 3])], [np.float32([0, 0, 0])]])
+    for o in out:
+        np.testing.assert_array_equal(o, [1, 2, 3])
