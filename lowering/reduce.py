@@ -167,20 +167,15 @@ def _lane_split_reduce(x: ir.Value, init: ir.Value, kept: Sequence[int], size: i
          dims(rank + 2, d(rank + 1))],
         ["parallel"] * rank + ["reduction", "parallel"],
         lambda value, _shape, acc: apply_computation("reduce", symbol, [acc, value]))
-    # The lanes are read through a map each, not reduced by a linalg.reduce over them:
-    # affine-loop-fusion would sink the partial loop nest into that one's lane loop
-    # and lose the vectorizable order.
-    lane_maps = [dims(rank, ir.AffineConstantExpr.get(lane)) for lane in range(LANES)]
-
-    def fold_lanes(*args: ir.Value) -> list[ir.Value]:
-        acc = args[-1]
-        for lane_value in args[:LANES]:
-            acc = apply_computation("reduce", symbol, [acc, lane_value])[0]
-        return [acc]
-
-    return _generic([partials] * LANES, [_filled(init, kept)],
-                    lane_maps + [ir.AffineMap.get_identity(rank)], ["parallel"] * rank,
-                    fold_lanes)[0]
+    # The lanes fold in order (init, lane 0, lane 1...) on a reduction loop over them. Not
+    # an all-parallel generic reading each lane through a map: elementwise fusion would
+    # sink that into a broadcasting consumer, recomputing the fold per consumer element
+    # and leaving the output buffer read-modified-written across the broadcast loop
+    # (softmax gave sum * (j + 1) once bufferized).
+    return _generic([partials], [_filled(init, kept)],
+                    [ir.AffineMap.get_identity(rank + 1), dims(rank + 1)],
+                    ["parallel"] * rank + ["reduction"],
+                    lambda lane_value, acc: apply_computation("reduce", symbol, [acc, lane_value]))[0]
 
 
 def _trailing_block(dims: Sequence[int], reduced: Sequence[int]) -> int | None:

@@ -9,6 +9,7 @@ the module once the engine holds the machine code. Imports `dialect`,
 from __future__ import annotations
 
 import collections
+import ctypes
 import os
 import threading
 import time
@@ -35,14 +36,32 @@ _cache: collections.OrderedDict[Any, Executable] = collections.OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def runtime_libraries() -> list[str]:
-    """The MLIR runtime libraries shipped in the MLIR wheels: runner utils, and the async
-    runtime that runs the tasks of parallel loops (scf.forall -> async) on its thread pool."""
+def _mlir_lib(name: str) -> str:
     import mlir
 
-    lib = os.path.join(list(mlir.__path__)[0], "lib")
-    names = ["libmlir_c_runner_utils.so", "libmlir_async_runtime.so"]
-    return [os.path.join(lib, n) for n in names if os.path.exists(os.path.join(lib, n))]
+    return os.path.join(list(mlir.__path__)[0], "lib", name)
+
+
+def runtime_libraries() -> list[str]:
+    """The MLIR runner-utils libraries shipped in the MLIR wheels."""
+    names = ["libmlir_c_runner_utils.so"]
+    return [_mlir_lib(n) for n in names if os.path.exists(_mlir_lib(n))]
+
+
+_async_runtime: list[Any] = []
+
+
+def load_async_runtime() -> None:
+    """Load the wheels' async runtime (the thread pool running the tasks of parallel loops,
+    scf.forall -> async) into the process, once; the JIT resolves its symbols there.
+
+    Not through ExecutionEngine's shared_libs: destroying any engine then calls the
+    library's `__mlir_execution_engine_destroy`, which frees the process-wide default
+    runtime under every other live engine (the next parallel loop crashes)."""
+    with _cache_lock:
+        if not _async_runtime and os.path.exists(_mlir_lib("libmlir_async_runtime.so")):
+            _async_runtime.append(ctypes.CDLL(_mlir_lib("libmlir_async_runtime.so"),
+                                              mode=ctypes.RTLD_GLOBAL))
 
 
 def compile(computation: Any, pipeline: Pipeline | None = None, num_replicas: int = 1) -> Executable:  # noqa: A001
@@ -117,6 +136,7 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         custom_records = _custom_call_records(module)
         handler = context.attach_diagnostic_handler(collect)
         try:
+            load_async_runtime()
             engine = ExecutionEngine(module, opt_level=3, shared_libs=runtime_libraries())
         except Exception as e:  # noqa: BLE001 - the binding raises RuntimeError
             detail = "\n".join(diagnostics) or str(e)
