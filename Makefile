@@ -22,11 +22,10 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/python -m ruff check .
 
+# One table of every issue-#7 workload (ours, numpy, JAX when the `bench` extra is
+# installed, targets, throughput, compile time), also written to bench/results.json.
 bench: $(STAMP)
-	for script in bench/*.py; do \
-	  case $$script in */timing.py) continue;; esac; \
-	  echo "== $$script"; $(BIN)/python $$script || exit 1; \
-	done
+	cd bench && ../$(BIN)/python suite.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
