@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..dialect.errors import ShapeError
+from ..dialect.shapes import _int_list
 from .xla_op import XlaOp
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def broadcast_binary_operands(builder: XlaBuilder, op: str, lhs: XlaOp, rhs: Xla
     for s in shapes:
         if not s.is_array():
             raise ShapeError(op, shapes, f"operands must be arrays, got {s}")
-    bdims = tuple(int(d) for d in broadcast_dimensions)
+    bdims = _int_list(broadcast_dimensions, "broadcast_dimensions", op)
     lo, hi = (lhs, rhs) if lhs.shape.rank <= rhs.shape.rank else (rhs, lhs)
     lo_dims, hi_dims = lo.shape.dimensions, hi.shape.dimensions
     if bdims and lo.shape.rank == hi.shape.rank and bdims != tuple(range(hi.shape.rank)):

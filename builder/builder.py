@@ -8,9 +8,12 @@ shape rule from the registry; MLIR is produced only by `build()`
 
 from __future__ import annotations
 
+import inspect
 import itertools
+import numbers
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +22,7 @@ import numpy as np
 from ..dialect.errors import ShapeError
 from ..dialect.registry import OpDef, lookup
 from ..dialect.shapes import PrimitiveType, Shape, dtype_of, type_of
+from .argcheck import checked
 from .xla_op import XlaOp
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -50,13 +54,69 @@ def _python_scalar_type(value: Any) -> PrimitiveType | None:
     return None
 
 
+def _is_number(value: Any) -> bool:
+    if isinstance(value, np.ndarray):
+        return value.ndim == 0 and value.dtype.kind in "biufc"
+    return isinstance(value, (numbers.Number, np.number, np.bool_))
+
+
+def _scalar_like(value: Any, shape: Shape) -> np.ndarray:
+    """`value` as a 0-d array of `shape`'s dtype; ShapeError if that would change it (beyond
+    rounding to a floating type), e.g. 1.5 or 2**40 for s32, 1j for f32."""
+    array = np.asarray(value)
+    t = shape.element_type
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            out = array.astype(shape.dtype)
+    except (OverflowError, TypeError, ValueError):
+        out = None
+    exact = out is not None and (
+        out.item() == array.item() if not (t.is_floating or t.is_complex)
+        else t.is_complex or array.dtype.kind != "c" or array.item().imag == 0)
+    if not exact:
+        raise ShapeError("constant", [shape], f"the scalar {value!r} cannot be used as {t} "
+                         "without changing its value")
+    return out
+
+
 def _program_shapes(computation: Any) -> Any:
     if isinstance(computation, (list, tuple)):
         return [c.program_shape() for c in computation]
     return computation.program_shape()
 
 
-class XlaBuilder:
+def _check_arity(op_name: str, role: str, computation: Any, param_shapes: Sequence[Shape]) -> None:
+    """ShapeError when a callable cannot take one argument per parameter (a wrong signature)."""
+    try:
+        signature = inspect.signature(computation)
+    except (TypeError, ValueError):
+        return  # a builtin or C callable: let the call itself decide
+    try:
+        signature.bind(*param_shapes)
+    except TypeError:
+        raise ShapeError(op_name, param_shapes, f"{role} {signature} cannot be called with "
+                         f"{len(param_shapes)} parameter(s) ({', '.join(map(str, param_shapes))})") \
+            from None
+
+
+class _CheckedMethods(type):
+    """Every public method of XlaBuilder, also those attached later by the op families, has
+    its arguments' kinds checked first (builder.argcheck): a wrong kind is a ShapeError."""
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> type:
+        for key, value in list(namespace.items()):
+            if not key.startswith("_") and inspect.isfunction(value):
+                namespace[key] = checked(key, value)
+        return super().__new__(mcs, name, bases, namespace)
+
+    def __setattr__(cls, key: str, value: Any) -> None:
+        if not key.startswith("_") and inspect.isfunction(value):
+            value = checked(key, value)
+        super().__setattr__(key, value)
+
+
+class XlaBuilder(metaclass=_CheckedMethods):
     """Builds one computation: `parameter`, `constant`, the ops, then `build`."""
 
     def __init__(self, name: str = "main") -> None:
@@ -119,8 +179,8 @@ class XlaBuilder:
         """An XlaOp as is; a Python or numpy scalar as a constant of `like`'s element type."""
         if isinstance(value, XlaOp):
             return value
-        if like is not None and like.shape.is_array() and np.ndim(value) == 0:
-            return self.constant(np.asarray(value).astype(like.shape.dtype))
+        if like is not None and like.shape.is_array() and _is_number(value):
+            return self.constant(_scalar_like(value, like.shape))
         return self.constant(value)
 
     # -- parameters and constants ---------------------------------------------------------
@@ -183,6 +243,7 @@ class XlaBuilder:
         if not callable(computation):
             raise ShapeError(op_name, [], f"{role} must be an XlaComputation or a callable, "
                              f"got {type(computation).__name__}")
+        _check_arity(op_name, role, computation, param_shapes)
         sub = XlaBuilder(f"{self.name}_{op_name}_{role}")
         params = [sub.parameter(i, s) for i, s in enumerate(param_shapes)]
         root = computation(*params)

@@ -13,7 +13,7 @@ from typing import Any
 from ..dialect.errors import ShapeError
 from ..dialect.ops_elementwise import COMPARISON_DIRECTIONS, default_comparison_type
 from ..dialect.registry import REGISTRY, OpDef
-from ..dialect.shapes import type_of
+from ..dialect.shapes import _int_list, type_of
 from .broadcasting import broadcast_binary_operands
 from .builder import XlaBuilder
 from .xla_op import XlaOp
@@ -109,8 +109,9 @@ def reduce_precision(self: XlaBuilder, operand: XlaOp, exponent_bits: int,
 def broadcast_in_dim(self: XlaBuilder, operand: XlaOp, out_dim_size: Sequence[int],
                      broadcast_dimensions: Sequence[int]) -> XlaOp:
     return self._emit("broadcast_in_dim", [operand], {
-        "out_dim_size": tuple(int(d) for d in out_dim_size),
-        "broadcast_dimensions": tuple(int(d) for d in broadcast_dimensions)})
+        "out_dim_size": _int_list(out_dim_size, "out_dim_size", "broadcast_in_dim"),
+        "broadcast_dimensions": _int_list(broadcast_dimensions, "broadcast_dimensions",
+                                          "broadcast_in_dim")})
 
 
 def _element_type(op: str, operand: Any, t: Any) -> Any:

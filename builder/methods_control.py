@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..dialect.errors import ShapeError
-from ..dialect.shapes import Shape
+from ..dialect.shapes import Shape, _int_list
 from .builder import XlaBuilder
 from .xla_op import XlaOp
 
@@ -43,7 +43,7 @@ def map(self: XlaBuilder, operands: Any, computation: Any,  # noqa: A001 - the c
         dimensions = range(shapes[0].rank)
     scalars = [Shape.array(s.element_type, ()) if s.is_array() else s for s in shapes]
     comp = self._subcomputation("map", computation, scalars)
-    return self._emit("map", [ops], {"dimensions": tuple(int(d) for d in dimensions),
+    return self._emit("map", [ops], {"dimensions": _int_list(dimensions, "dimensions", "map"),
                                      "computation": comp})
 
 
@@ -60,7 +60,8 @@ def conditional(self: XlaBuilder, branch_index: XlaOp, branch_computations: Sequ
     """Run branch `branch_index` (an s32 out of range runs the last one) on its operand;
     a pred index means [true_computation, false_computation]."""
     index = self._check_operand("conditional", branch_index)
-    ops = _operand_list("conditional", branch_operands)
+    ops = [self._check_operand("conditional", o)
+           for o in _operand_list("conditional", branch_operands)]
     if not isinstance(branch_computations, (list, tuple)):
         raise ShapeError("conditional", [index.shape], "branch_computations must be a list")
     if len(ops) != len(branch_computations):

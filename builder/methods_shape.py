@@ -281,7 +281,10 @@ def _index_plan(shape: Shape, index: Any) -> tuple[list[tuple[int, int, int]], l
             continue
         size = shape.dimensions[dim]
         if isinstance(item, builtins.slice):
-            start, stop, step = item.indices(size)
+            try:
+                start, stop, step = item.indices(size)
+            except (TypeError, ValueError) as e:  # a zero step, non-int bounds
+                raise ShapeError("index", [shape], f"unsupported slice {item!r}: {e}") from None
             n = len(range(start, stop, step))
             if n == 0:
                 bounds.append((0, 0, 1))
