@@ -447,13 +447,14 @@ def test_elementwise_chain_on_1m_is_one_fused_vectorized_loop() -> None:
     """)
     check_ir(exe.stages["vectorized"], """
         CHECK-LABEL:   func.func @main
-        CHECK-COUNT-1: {{(affine|scf)}}.for %{{.*}} = {{.*}} to {{.*}}1048576 step 16
-        CHECK-DAG:     vector.transfer_read %arg0{{.*}} vector<16xf32>
-        CHECK-DAG:     vector.transfer_read %arg1{{.*}} vector<16xf32>
-        CHECK-DAG:     vector.transfer_read %arg2{{.*}} vector<16xf32>
+        CHECK:         scf.forall ({{.*}}) in (2)
+        CHECK-COUNT-1: scf.for %{{.*}} = {{.*}} to %c524288 step %c16
+        CHECK-DAG:     vector.transfer_read {{.*}} vector<16xf32>
+        CHECK-DAG:     vector.transfer_read {{.*}} vector<16xf32>
+        CHECK-DAG:     vector.transfer_read {{.*}} vector<16xf32>
         CHECK-DAG:     math.exp %{{[0-9]+}} : vector<16xf32>
         CHECK-DAG:     math.tanh %{{[0-9]+}} : vector<16xf32>
-        CHECK:         vector.transfer_write %{{[0-9]+}}, %arg3{{.*}} : vector<16xf32>
+        CHECK:         vector.transfer_write %{{[0-9]+}}, %{{.*}} : vector<16xf32>
         CHECK-NOT:     {{(affine|scf)}}.for
         CHECK-NOT:     linalg.generic
     """)
