@@ -21,6 +21,7 @@ from .approximations import approximate_math
 from .destinations import split_shared_inits
 from .i1_memory import widen_i1_memrefs
 from .lower_pass import lower_xhlo
+from .schedules import schedule_contractions
 from .vectorize import schedule_vectorize, super_vectorize
 
 PassSpec = str | Callable[[Any, Any], None]
@@ -38,6 +39,12 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "canonicalize",
         "cse",
     ]),
+    ("tiled", [
+        # Matmuls and convolutions: packed, tiled for cache and registers, vectorized and
+        # split across cores by transform scripts (lowering/schedules.py).
+        schedule_contractions,
+        "canonicalize",
+    ]),
     ("bufferized", [
         split_shared_inits,  # CSE may have merged two ops' destinations
         "eliminate-empty-tensors",  # results are computed straight into the output buffers
@@ -48,6 +55,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "canonicalize",
         "buffer-deallocation-pipeline",  # frees temporaries the computation allocated
         "convert-bufferization-to-memref",  # else a bufferization.clone survives
+        # The scheduled contractions' 2-D transfers (accumulator tiles) as 1-D vector
+        # loads/stores: the default lowering would go through a stack buffer.
+        "func.func(convert-vector-to-scf{full-unroll=true})",
     ]),
     ("vectorized", [
         # Elementwise and reduction generics: tiled, split across cores (scf.forall) and
@@ -61,8 +71,10 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
     ]),
     ("loops", [
         approximate_math,  # f32 exp/tanh as polynomials: LLVM would call libm lane by lane
-        # scf.forall -> scf.parallel -> tasks on the async runtime's thread pool.
-        "scf-forall-to-parallel,async-parallel-for{async-dispatch=false num-workers=-1},"
+        # scf.forall -> scf.parallel -> tasks on the async runtime's thread pool. The foralls
+        # have one iteration per core's share: min-task-size=1 (the default, 1000 iterations
+        # per task, would run a 2-iteration forall on one thread).
+        "scf-forall-to-parallel,async-parallel-for{async-dispatch=false num-workers=-1 min-task-size=1},"
         "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt",
         "lower-affine",
         "convert-vector-to-scf",

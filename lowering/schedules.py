@@ -1,0 +1,556 @@
+"""Schedules for matmuls and convolutions: packing, tiling, vectorization, multi-core.
+
+The "tiled" stage (after "fused", on tensors) runs `schedule_contractions`. For
+each op it can make fast (f32, static shapes, large enough; see `_matmul_plan`
+and `_conv_plan`) it rewrites the op into a packed form in Python, then builds
+a transform-dialect script and applies it with the transform interpreter. The
+script of a compile is kept: `last_script()`, and `XLAMLIR_DUMP_TO` writes the
+stages with it. Everything else is left to the later stages as before.
+
+Matmul C[M,N] = A[M,K] B[K,N] (`linalg.matmul`):
+  1. B is packed into NR-wide column panels, Bp[N/NR, K, NR] (a `linalg.transpose`
+     of B viewed as [K, N/NR, NR]; every panel is then contiguous), and the product
+     becomes a linalg.generic over (n1, m, n0, k) writing C viewed as [M, N/NR, NR]
+     (an expand_shape: the same memory). A is read in place.
+  2. An elementwise consumer of the product (bias add, relu...) is rewritten in
+     the same [M, N/NR, NR] view and becomes the root: `tile_using_forall` splits
+     it by rows across the cores, the contraction and its zero fill are fused into
+     each thread's tile (`fuse_into_containing_op`), and the epilogue runs on that
+     thread's block of C while it is still in cache.
+  3. Cache tiling [NC panels, MC rows, KC] in the order (n1, k, m) (BLIS: a KC x NC
+     block of Bp stays in L2, each NR panel of it in L1 across the rows), then
+     register tiling [1 panel, MR rows, 1 k]: the MR x NR accumulator tile is held
+     in MR * NR / lanes vector registers (6 x 16 f32 = 12 ymm with AVX2, 8 x 32 =
+     16 zmm with AVX-512; 16 / 32 registers in all).
+  4. The remainder row tile is peeled (`loop.peel`) so that every tile is static,
+     then vectorized: the k step is an outer product MR x NR, lowered to MR
+     broadcasts and `vector.fma`s; the accumulator's read/write are hoisted out of
+     the k loop (`hoist_loop_invariant_subsets`), so it stays in registers.
+  5. scf.forall becomes async tasks in the "loops" stage (async-parallel-for).
+
+Convolution `linalg.conv_2d_nhwc_hwcf` (stride 1, no dilation: the lowering has
+padded the input already): split across cores by batch (or rows), tiled to one
+output row x OWR pixels x F-tile of 16/32 channels x one kernel tap x one input
+channel, decomposed into 1-D convolutions (`transform.structured.decompose`) and
+vectorized: each step is again an outer product (OWR input pixels x F-tile kernel
+row), accumulated in registers over the 3 x 3 x C reduction. No im2col copy.
+
+Anything else (other types, dynamic or small shapes, N not a multiple of the
+panel width, batch matmuls, other conv layouts) keeps the generic path.
+Imports nothing of ours at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import arith, bufferization, linalg, tensor
+from mlir.dialects.transform import interpreter
+
+TAG = "xlamlir.schedule"  # marks the ops a script handles, by index
+ANY = "!transform.any_op"
+MIN_FLOPS = 2 * 64**3  # below this the packing and loop overheads are not worth it
+STRICT = False  # raise when a schedule fails instead of falling back (tests set it)
+
+_last_script: list[str] = [""]
+
+
+def last_script() -> str:
+    """The transform script the last compile applied (empty if none)."""
+    return _last_script[0]
+
+
+def _host_has_avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return " avx512f " in f" {line.strip()} "
+    except OSError:
+        pass
+    return False
+
+
+@dataclass
+class Params:
+    """Tile sizes. `mr` x `nr` is the register tile (nr = two vector registers)."""
+
+    threads: int
+    mr: int
+    nr: int
+    mc: int = 64  # rows of A per cache block
+    nc: int = 16  # Bp panels per cache block (16 x 16 floats = 256 columns)
+    kc: int = 256  # depth of a cache block
+
+    @classmethod
+    def for_host(cls) -> Params:
+        threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        if _host_has_avx512():
+            return cls(threads=threads, mr=8, nr=32)  # 16 zmm accumulators of 32
+        return cls(threads=threads, mr=6, nr=16)  # 12 ymm accumulators of 16
+
+
+PARAMS = Params.for_host()
+
+
+def _static_f32(value: ir.Value) -> bool:
+    t = value.type
+    return (isinstance(t, ir.RankedTensorType) and t.has_static_shape
+            and isinstance(t.element_type, ir.F32Type))
+
+
+def _shape(value: ir.Value) -> list[int]:
+    return list(ir.RankedTensorType(value.type).shape)
+
+
+def _i64(value: int) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+def _result(built: Any) -> ir.Value:
+    return built if isinstance(built, ir.Value) else built.results[0]
+
+
+def _divisor_at_most(n: int, limit: int) -> int:
+    for d in range(min(n, limit), 0, -1):
+        if n % d == 0:
+            return d
+    return 1
+
+
+def _thread_split(extent: int, threads: int, minimum: int) -> int:
+    """How many threads share `extent` rows: a divisor count, each part >= minimum."""
+    for t in range(threads, 1, -1):
+        if extent % t == 0 and extent // t >= minimum:
+            return t
+    return 1
+
+
+# -- matmul ------------------------------------------------------------------------------------------
+
+def _single_use(value: ir.Value) -> Any | None:
+    uses = list(value.uses)
+    return uses[0].owner if len(uses) == 1 else None
+
+
+def _epilogue(mm: Any) -> Any | None:
+    """The elementwise consumer to fuse: a parallel 2-D generic with identity output map,
+    inputs read through projected permutations, no linalg.index, sole user of mm."""
+    ep = _single_use(mm.results[0])
+    if ep is None or ep.name != "linalg.generic" or len(ep.results) != 1:
+        return None
+    ep = ep.opview if hasattr(ep, "opview") else ep
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(ep.attributes["indexing_maps"])]
+    if not all("parallel" in str(a) for a in ir.ArrayAttr(ep.attributes["iterator_types"])):
+        return None
+    # Same type: the epilogue updates the product in place (a convert to f16 does not).
+    if ep.results[0].type != mm.results[0].type or maps[-1] != ir.AffineMap.get_identity(2):
+        return None
+    for m in maps:
+        if m.n_dims != 2 or not m.is_projected_permutation or \
+                any(str(r) not in ("d0", "d1") for r in m.results) or \
+                [str(r) for r in m.results] not in ([], ["d0"], ["d1"], ["d0", "d1"]):
+            return None
+    found = []
+    ep.operation.walk(lambda o: (found.append(o) if o.name == "linalg.index" else None,
+                                 ir.WalkResult.ADVANCE)[1])
+    if found:
+        return None
+    # The product must be an input read in place (identity), not the init.
+    n_in = len(ep.operands) - 1
+    if not any(ep.operands[i] == mm.results[0] and maps[i] == ir.AffineMap.get_identity(2)
+               for i in range(n_in)):
+        return None
+    return ep
+
+
+def _matmul_plan(mm: Any, p: Params) -> tuple[int, int, int] | None:
+    if mm.name != "linalg.matmul" or not all(_static_f32(v) for v in mm.operands):
+        return None
+    fill = mm.operands[2].owner
+    if isinstance(fill, ir.Block) or fill.name != "linalg.fill":
+        return None
+    m, k = _shape(mm.operands[0])
+    n = _shape(mm.operands[1])[1]
+    if n % p.nr or 2 * m * n * k < MIN_FLOPS or min(m, n, k) == 0:
+        return None
+    return m, n, k
+
+
+def _expand_n(value: ir.Value, dims: list[int], at: int, nr: int) -> ir.Value:
+    """`value` with dimension `at` (an N of size n) split into [n / nr, nr] (a view)."""
+    new = dims[:at] + [dims[at] // nr, nr] + dims[at + 1:]
+    reassociation = [[i] for i in range(at)] + [[at, at + 1]] + [[i + 1] for i in range(at + 1, len(dims))]
+    element = ir.RankedTensorType(value.type).element_type
+    return tensor.expand_shape(ir.RankedTensorType.get(new, element), value, reassociation, [], new)
+
+
+def _rewrite_epilogue(ep: Any, product: ir.Value, product3: ir.Value, nr: int, index: int) -> None:
+    """The 2-D elementwise `ep` as a 3-D generic over (m, n1, n0) on the [M, N/nr, nr]
+    views that updates the product in place (its init; the product is no input)."""
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(ep.attributes["indexing_maps"])]
+    n_in = len(ep.operands) - 1
+    d0, d1, d2 = (ir.AffineDimExpr.get(i) for i in range(3))
+    inputs, new_maps, kept = [], [], []
+    for i in range(n_in):
+        operand, results = ep.operands[i], [str(r) for r in maps[i].results]
+        if operand == product and results == ["d0", "d1"]:
+            continue
+        kept.append(i)
+        if "d1" in results:
+            inputs.append(_expand_n(operand, _shape(operand), results.index("d1"), nr))
+        else:
+            inputs.append(operand)
+        exprs = []
+        for r in results:
+            exprs += [d0] if r == "d0" else [d1, d2]
+        new_maps.append(ir.AffineMap.get(3, 0, exprs))
+    new_maps.append(ir.AffineMap.get(3, 0, [d0, d1, d2]))
+    op = linalg.GenericOp_(inputs, [product3], new_maps, ["parallel"] * 3)
+    old_block, new_block = ep.regions[0].blocks[0], op.regions[0].blocks[0]
+    new_args = list(new_block.arguments)
+    for i, old in enumerate(old_block.arguments):
+        if i in kept:
+            old.replace_all_uses_with(new_args[kept.index(i)])
+        else:  # the product, or the (unread) output element: the element being updated
+            old.replace_all_uses_with(new_args[-1])
+    for inner in list(old_block.operations):
+        new_block.append(inner)
+    op.operation.attributes[TAG + ".epilogue"] = _i64(index)
+    collapsed = tensor.collapse_shape(ep.results[0].type, op.results[0], [[0], [1, 2]])
+    ep.results[0].replace_all_uses_with(collapsed)
+    ep.erase()
+
+
+def _pack_matmul(mm: Any, index: int, p: Params) -> bool:
+    """Step 1 (and 2's rewrite) of the module docstring; True if an epilogue was fused."""
+    a, b, init = mm.operands[0], mm.operands[1], mm.operands[2]
+    fill = init.owner
+    m, k = _shape(a)
+    n = _shape(b)[1]
+    nr, n1 = p.nr, n // p.nr
+    f32 = ir.F32Type.get()
+    ep = _epilogue(mm)
+    with ir.InsertionPoint(mm), mm.location:
+        b3 = _expand_n(b, [k, n], 1, nr)
+        bp = _result(linalg.transpose(b3, outs=[tensor.EmptyOp([n1, k, nr], f32).result],
+                                      permutation=[1, 0, 2]))
+        bp.owner.attributes[TAG + ".pack"] = _i64(index)
+        # The product is computed in its consumer's destination (in place: the epilogue
+        # reads each element once, where it writes it), else in the fill's.
+        dest = ep.operands[len(ep.operands) - 1] if ep is not None else fill.operands[1]
+        dest3 = _expand_n(dest, [m, n], 1, nr)
+        c3 = _result(linalg.fill(fill.operands[0], outs=[dest3]))
+        d = [ir.AffineDimExpr.get(i) for i in range(4)]
+        # Loops (n1, m, n0, k): the unit n1 tile leads, so a register tile's vector
+        # contraction drops it and lowers to outer products (MR broadcasts + fmas).
+        maps = [ir.AffineMap.get(4, 0, [d[1], d[3]]), ir.AffineMap.get(4, 0, [d[0], d[3], d[2]]),
+                ir.AffineMap.get(4, 0, [d[1], d[0], d[2]])]
+        op = linalg.GenericOp_([a, bp], [c3], maps, ["parallel"] * 3 + ["reduction"])
+        with ir.InsertionPoint(op.regions[0].blocks[0]):
+            x, y, acc = op.regions[0].blocks[0].arguments
+            linalg.YieldOp([arith.addf(acc, arith.mulf(x, y))])
+        op.operation.attributes[TAG] = _i64(index)
+        product = tensor.collapse_shape(mm.results[0].type, op.results[0], [[0], [1, 2]])
+    mm.results[0].replace_all_uses_with(product)
+    mm.erase()
+    if not list(fill.results[0].uses):
+        fill.erase()
+    if ep is None:
+        return False
+    with ir.InsertionPoint(ep), ep.location:
+        _rewrite_epilogue(ep, product, op.results[0], nr, index)
+    return True
+
+
+# Script lines. Each helper returns one transform op; handles are named by the caller.
+
+def _match(out: str, op: str, attr: str, i: int, within: str = "%root") -> str:
+    return (f'{out} = transform.structured.match ops{{["{op}"]}} attributes {{{attr} = {i} : i64}} '
+            f"in {within} : ({ANY}) -> {ANY}")
+
+
+def _tile_for(out: str, loops: str, target: str, sizes: list[int],
+              interchange: list[int] | None = None) -> str:
+    n = sum(1 for size in sizes if size)
+    inter = f" interchange = {interchange}" if interchange else ""
+    return (f"{out}, {loops}:{n} = transform.structured.tile_using_for {target} tile_sizes {sizes}{inter}"
+            f" : ({ANY}) -> ({', '.join([ANY] * (n + 1))})")
+
+
+def _tile_forall(out: str, forall: str, target: str, how: str) -> str:
+    return (f"{out}, {forall} = transform.structured.tile_using_forall {target} {how}"
+            f" : ({ANY}) -> ({ANY}, {ANY})")
+
+
+def _fuse(out: str, forall: str, producer: str, into: str) -> str:
+    return (f"{out}, {forall} = transform.structured.fuse_into_containing_op {producer} into {into}"
+            f" : ({ANY}, {ANY}) -> ({ANY}, {ANY})")
+
+
+def _peel(loop: str, name: str) -> str:
+    """Peel the partial last iteration of `loop` (a handle): the full tiles get static
+    sizes and the remainder tile too (the enclosing tile is static)."""
+    return "\n".join([
+        f'%{name} = transform.cast {loop} : {ANY} to !transform.op<"scf.for">',
+        f"%{name}_main, %{name}_rest = transform.loop.peel %{name}"
+        f' : (!transform.op<"scf.for">) -> ({ANY}, {ANY})'])
+
+
+_CANONICALIZE_LOOPS = """transform.apply_patterns to {h} {{
+      transform.apply_patterns.scf.for_loop_canonicalization
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op"""
+
+
+def _lines(*lines: str) -> str:
+    return "".join(f"\n    {line}" for line in lines if line)
+
+
+def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: bool) -> str:
+    m, n, k = shape
+    threads = _thread_split(m, p.threads, 2 * p.mr)
+    t_m = m // threads
+    mc = _divisor_at_most(t_m, p.mc)
+    if mc < 4 * p.mr:  # no useful divisor: one row block, the register loop is peeled
+        mc = t_m
+    k_pack = _divisor_at_most(k, 8)
+    if epilogue:  # the epilogue is the root; the product and its fill are fused into it
+        root = [
+            _match(f"%ep{i}", "linalg.generic", f"{TAG}.epilogue", i),
+            _tile_forall(f"%ept{i}", f"%forall{i}a", f"%ep{i}", f"tile_sizes [{t_m}, 0, 0]"),
+            _fuse(f"%t0_{i}", f"%forall{i}b", f"%g{i}", f"%forall{i}a"),
+            _fuse(f"%f0_{i}", f"%forall{i}", f"%fill{i}", f"%forall{i}b"),
+            _tile_for(f"%ept2_{i}", f"%epl{i}", f"%ept{i}", [1, 1, 0]),
+        ]
+    else:
+        root = [
+            _tile_forall(f"%t0_{i}", f"%forall{i}a", f"%g{i}", f"tile_sizes [0, {t_m}, 0, 0]"),
+            _fuse(f"%f0_{i}", f"%forall{i}", f"%fill{i}", f"%forall{i}a"),
+        ]
+    return _lines(
+        f"// matmul {i}: {m}x{k} @ {k}x{n}, {threads} threads of {t_m} rows, cache blocks "
+        f"[{p.nc}x{p.nr} columns, {mc} rows, {p.kc} deep], registers {p.mr}x{p.nr}"
+        + (", fused epilogue" if epilogue else ""),
+        _match(f"%g{i}", "linalg.generic", TAG, i),
+        f"%fill{i} = transform.get_producer_of_operand %g{i}[2] : ({ANY}) -> {ANY}",
+        # Packing B: parallel over panels, vectorized k_pack rows x one panel at a time.
+        _match(f"%pk{i}", "linalg.transpose", f"{TAG}.pack", i),
+        _tile_forall(f"%pkt{i}", f"%pkf{i}", f"%pk{i}", f"num_threads [{p.threads}, 0, 0]"),
+        _tile_for(f"%pkt2_{i}", f"%pkl{i}", f"%pkt{i}", [1, k_pack, 0]),
+        f"transform.structured.vectorize %pkt2_{i} vector_sizes [1, {k_pack}, {p.nr}] : {ANY}",
+        *root,
+        # Loops (n1, m, n0, k): cache blocks in the order (n1, k, m), then register tiles.
+        _tile_for(f"%t1_{i}", f"%l1_{i}", f"%t0_{i}", [p.nc, mc, 0, p.kc], [0, 3, 1, 2]),
+        _tile_for(f"%t2_{i}", f"%l2_{i}", f"%t1_{i}", [1, p.mr, 0, 1]),
+        _tile_for(f"%f1_{i}", f"%lf{i}", f"%f0_{i}", [1, 1, 0]),
+        _peel(f"%l2_{i}#1", f"m{i}") if mc % p.mr else "",
+        _CANONICALIZE_LOOPS.format(h=f"%forall{i}"),
+        _match(f"%tiles{i}", "linalg.generic", TAG, i, f"%forall{i}"),
+        f"transform.structured.vectorize %tiles{i} : {ANY}",
+        f"transform.structured.vectorize %f1_{i} : {ANY}",
+        f"transform.structured.vectorize %ept2_{i} : {ANY}" if epilogue else "",
+        _LOWER_VECTORS.format(h=f"%forall{i}", i=i),
+    )
+
+
+# After vectorization: multi_reduction(mul) -> contract, then contract -> outer products ->
+# fma, transfers with their permutations folded, and the accumulators hoisted out of the
+# reduction loops where the tensor form allows (the rest after bufferization:
+# `hoist_accumulators`).
+_LOWER_VECTORS = """    transform.apply_patterns to {h} {{
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.vector.transfer_permutation_patterns
+    }} : !transform.any_op
+    transform.apply_patterns to {h} {{
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+    }} : !transform.any_op
+    transform.apply_patterns to {h} {{
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    transform.apply_patterns to {h} {{
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %loops{i} = transform.structured.match ops{{["scf.for"]}} in {h}
+      : (!transform.any_op) -> !transform.any_op
+    transform.apply_licm to %loops{i} : !transform.any_op
+    transform.loop.hoist_loop_invariant_subsets %loops{i} : !transform.any_op
+    transform.loop.hoist_loop_invariant_subsets %loops{i} : !transform.any_op
+    transform.loop.hoist_loop_invariant_subsets %loops{i} : !transform.any_op"""
+
+
+# -- convolution ------------------------------------------------------------------------------------
+
+def _attr_ints(op: Any, name: str) -> list[int]:
+    if name not in op.attributes:
+        return [1, 1]
+    return [int(x) for x in ir.DenseIntElementsAttr(op.attributes[name])]
+
+
+def _conv_plan(conv: Any, p: Params) -> tuple[int, ...] | None:
+    """(N, OH, OW, F, KH, KW, C) of a conv_2d_nhwc_hwcf the schedule handles, else None."""
+    if conv.name != "linalg.conv_2d_nhwc_hwcf" or not all(_static_f32(v) for v in conv.operands):
+        return None
+    if _attr_ints(conv, "strides") != [1, 1] or _attr_ints(conv, "dilations") != [1, 1]:
+        return None
+    fill = conv.operands[2].owner
+    if isinstance(fill, ir.Block) or fill.name != "linalg.fill":
+        return None
+    n, oh, ow, f = _shape(conv.operands[2])
+    kh, kw, c, _ = _shape(conv.operands[1])
+    if f % p.nr or 2 * n * oh * ow * f * kh * kw * c < MIN_FLOPS or min(n, oh, ow, c) == 0:
+        return None
+    return n, oh, ow, f, kh, kw, c
+
+
+def _conv_script(i: int, p: Params, shape: tuple[int, ...]) -> str:
+    n, oh, ow, f, kh, kw, c = shape
+    threads = _thread_split(n, p.threads, 1)
+    split = [n // threads, 0, 0, 0, 0, 0, 0]
+    if threads == 1:
+        threads = _thread_split(oh, p.threads, 2)
+        split = [0, oh // threads, 0, 0, 0, 0, 0]
+    owr = min(p.mr, ow)
+    return _lines(
+        f"// conv {i}: NHWC {n}x{oh}x{ow} -> {f} channels, kernel {kh}x{kw}x{c}, {threads} threads, "
+        f"registers {owr} pixels x {p.nr} channels",
+        _match(f"%cv{i}", "linalg.conv_2d_nhwc_hwcf", TAG, i),
+        f"%cfill{i} = transform.get_producer_of_operand %cv{i}[2] : ({ANY}) -> {ANY}",
+        _tile_forall(f"%ct0_{i}", f"%forall{i}a", f"%cv{i}", f"tile_sizes {split}"),
+        _fuse(f"%cf0_{i}", f"%forall{i}", f"%cfill{i}", f"%forall{i}a"),
+        # Loops (n, oh, ow, f, kh, kw, c) in the order n, oh, f, ow, kh, kw, c: one output row
+        # and channel panel, owr pixels, reduced over the window and input channels.
+        _tile_for(f"%ct1_{i}", f"%cl{i}", f"%ct0_{i}", [1, 1, owr, p.nr, 1, 1, 1], [0, 1, 3, 2, 4, 5, 6]),
+        _tile_for(f"%cf1_{i}", f"%cfl{i}", f"%cf0_{i}", [1, 1, 1, p.nr]),
+        _peel(f"%cl{i}#3", f"ow{i}") if ow % owr else "",
+        _CANONICALIZE_LOOPS.format(h=f"%forall{i}"),
+        _match(f"%convs{i}", "linalg.conv_2d_nhwc_hwcf", TAG, i, f"%forall{i}"),
+        # Unit output row and kernel row: a 1-D convolution, which the vectorizer handles.
+        f"%conv1d{i} = transform.structured.decompose %convs{i} : ({ANY}) -> {ANY}",
+        f"transform.structured.vectorize %conv1d{i} : {ANY}",
+        f"transform.structured.vectorize %cf1_{i} : {ANY}",
+        _LOWER_VECTORS.format(h=f"%forall{i}", i=i),
+    )
+
+
+# -- driver -----------------------------------------------------------------------------------------
+
+_HEADER = """module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {"""
+_FOOTER = """
+    transform.yield
+  }
+}
+"""
+
+
+def _write_into_outputs(func: Any) -> None:
+    """Let results computed through reshapes write the output buffers directly.
+
+    `eliminate-empty-tensors` follows only same-typed values, so an output reached
+    through the packed layout's expand/collapse_shape would be computed in a temporary
+    and copied. Here the tensor.empty at the start of such a chain becomes the output
+    buffer itself (`to_tensor restrict writable`, what the pass would have made of it)."""
+
+    def visit(inner: Any) -> ir.WalkResult:
+        if inner.name != "bufferization.materialize_in_destination":
+            return ir.WalkResult.ADVANCE
+        source, dest = inner.operands[0], inner.operands[1]
+        if not isinstance(dest.type, ir.MemRefType):
+            return ir.WalkResult.ADVANCE
+        value, reshaped = source, False
+        for _ in range(16):
+            owner = value.owner
+            if isinstance(owner, ir.Block):
+                break
+            if owner.name in ("tensor.expand_shape", "tensor.collapse_shape"):
+                value, reshaped = owner.operands[0], True
+            elif owner.name in ("linalg.generic", "linalg.fill"):
+                value = owner.operands[len(owner.operands) - len(owner.results) + value.result_number]
+            elif owner.name == "tensor.empty":
+                if reshaped and value.type == source.type and len(list(value.uses)) == 1:
+                    with ir.InsertionPoint(owner), owner.location:
+                        out = bufferization.to_tensor(value.type, dest, restrict=True, writable=True)
+                    value.replace_all_uses_with(out)
+                    owner.erase()
+                break
+            else:
+                break
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
+
+
+def _candidates(op: Any, p: Params) -> list[tuple[Any, tuple[int, ...]]]:
+    found: list[tuple[Any, tuple[int, ...]]] = []
+
+    def visit(inner: Any) -> ir.WalkResult:
+        plan = _matmul_plan(inner, p) if inner.name == "linalg.matmul" else \
+            _conv_plan(inner, p) if inner.name == "linalg.conv_2d_nhwc_hwcf" else None
+        if plan is not None:
+            found.append((inner, plan))
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return found
+
+
+def schedule_contractions(op: Any, pass_: Any) -> None:
+    """The "tiled" stage: pack, tile, fuse, vectorize and parallelize the matmuls and
+    convolutions that qualify (module docstring), with one transform script."""
+    p = PARAMS
+    found = _candidates(op, p)
+    _last_script[0] = ""
+    if not found:
+        return
+    parts: list[str] = []
+    backup = op.clone()
+    try:
+        _apply(op, found, p, parts)
+    except Exception as e:  # noqa: BLE001 - MLIRError / ValueError from the interpreter
+        if STRICT:
+            raise
+        # A schedule that fails leaves a half-transformed module: restore the original
+        # and let the generic path compile it (correct, slower).
+        _last_script[0] += f"\n// failed, not applied: {e}\n"
+        block = op.regions[0].blocks[0]
+        for inner in list(block.operations):
+            inner.erase()
+        for inner in list(backup.regions[0].blocks[0].operations):
+            block.append(inner)
+    finally:
+        backup.erase()
+
+
+def _apply(op: Any, found: list[tuple[Any, tuple[int, ...]]], p: Params, parts: list[str]) -> None:
+    with op.context, ir.Location.unknown():
+        for i, (target, shape) in enumerate(found):
+            if target.name == "linalg.matmul":
+                fused = _pack_matmul(target, i, p)
+                parts.append(_matmul_script(i, p, shape, fused))
+            else:
+                target.attributes[TAG] = _i64(i)
+                parts.append(_conv_script(i, p, shape))
+        _write_into_outputs(op)
+        text = _HEADER + "".join(parts) + _FOOTER
+        _last_script[0] = text
+        script = ir.Module.parse(text)
+        interpreter.apply_named_sequence(op, script.body.operations[0], script)
+        _strip_tags(op)
+
+
+def _strip_tags(op: Any) -> None:
+    def visit(inner: Any) -> ir.WalkResult:
+        for name in (TAG, TAG + ".pack", TAG + ".epilogue"):
+            if name in inner.attributes:
+                del inner.attributes[name]
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)

@@ -1,0 +1,231 @@
+"""The "tiled" stage: matmul and convolution schedules (lowering/schedules.py).
+
+IR tests show that packing, fusion of the epilogue into the matmul's parallel
+loop, register-tile vectorization (vector.fma on the accumulator rows) and the
+multi-core split (scf.forall, async in the "loops" stage) happen for the issue's
+workloads; numeric tests compare the scheduled path with numpy across shapes that
+are not multiples of the tile sizes, and check that ops the schedules do not handle
+keep the old path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import check_ir
+
+import xlamlir as xm
+from xlamlir.lowering import schedules
+
+
+@pytest.fixture(autouse=True)
+def strict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A schedule that fails raises here (it falls back to the generic path otherwise)."""
+    monkeypatch.setattr(schedules, "STRICT", True)
+
+
+def _matmul(m: int, k: int, n: int, dtype: xm.PrimitiveType = xm.F32) -> xm.XlaComputation:
+    b = xm.XlaBuilder("mm")
+    b.dot(b.parameter(0, xm.Shape.array(dtype, (m, k))), b.parameter(1, xm.Shape.array(dtype, (k, n))))
+    return b.build()
+
+
+def _dense_relu(m: int, k: int, n: int) -> xm.XlaComputation:
+    b = xm.XlaBuilder("dense")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (m, k)))
+    w = b.parameter(1, xm.Shape.array(xm.F32, (k, n)))
+    bias = b.parameter(2, xm.Shape.array(xm.F32, (n,)))
+    y = b.add(b.dot(x, w), b.broadcast_in_dim(bias, (m, n), (1,)))
+    b.max(y, b.broadcast(b.constant(np.float32(0)), (m, n)))
+    return b.build()
+
+
+def _conv(batch: int, hw: int, c: int, f: int, padding: str = "SAME") -> xm.XlaComputation:
+    b = xm.XlaBuilder("conv")
+    b.conv_general_dilated(b.parameter(0, xm.Shape.array(xm.F32, (batch, hw, hw, c))),
+                           b.parameter(1, xm.Shape.array(xm.F32, (3, 3, c, f))), (1, 1), padding,
+                           dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return b.build()
+
+
+def _numpy_conv(x: np.ndarray, k: np.ndarray, padding: str) -> np.ndarray:
+    if padding == "SAME":
+        x = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    windows = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(1, 2))  # n,oh,ow,c,3,3
+    n, oh, ow = windows.shape[:3]
+    cols = windows.transpose(0, 1, 2, 4, 5, 3).reshape(n * oh * ow, -1)
+    return (cols @ k.reshape(cols.shape[1], -1)).reshape(n, oh, ow, -1)
+
+
+def _rand(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _scheduled(exe: xm.Executable) -> bool:
+    return "vector.fma" in exe.stages["tiled"]
+
+
+# -- IR ----------------------------------------------------------------------------------------------
+
+def test_matmul_is_packed_tiled_vectorized_and_parallel() -> None:
+    exe = xm.compile(_matmul(1024, 1024, 1024))
+    # B packed into contiguous 16-column panels (Bp[N/16, K, 16]) by a vectorized, parallel copy;
+    # then one parallel loop over row blocks whose register tile is 6 rows x 16 columns: six
+    # broadcasts of A and six fmas per k step on a loop-carried accumulator (in registers).
+    check_ir(exe.stages["tiled"], """
+        CHECK: scf.forall
+        CHECK: vector.transfer_read {{.*}} : tensor<8x1x16xf32>, vector<1x8x16xf32>
+        CHECK: vector.transfer_write {{.*}} : vector<1x8x16xf32>, tensor<1x8x16xf32>
+        CHECK: scf.forall ({{.*}}) in (2)
+        CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<6x{{(1x)?}}16xf32>)
+        CHECK-COUNT-6: vector.fma {{.*}} : vector<16xf32>
+        CHECK: scf.yield {{.*}} : vector<6x{{(1x)?}}16xf32>
+        CHECK: scf.forall.in_parallel
+    """) if schedules.PARAMS.nr == 16 else None
+    assert _scheduled(exe)
+    assert "linalg.matmul" not in exe.stages["tiled"]
+    # The parallel loops run as async tasks on the runtime's thread pool.
+    assert "async.runtime" in exe.stages["loops"] or schedules.PARAMS.threads == 1
+    # The product is computed straight into the output buffer (no temporary + copy).
+    assert "memref.copy" not in exe.stages["bufferized"]
+
+
+def test_dense_relu_epilogue_is_fused_into_the_matmul_loop() -> None:
+    exe = xm.compile(_dense_relu(256, 1024, 1024))
+    tiled = exe.stages["tiled"]
+    assert _scheduled(exe)
+    # The bias add and relu run inside the same scf.forall as the contraction, on each
+    # thread's block of the product, vectorized, before the block is handed back.
+    forall = tiled[tiled.rindex("scf.forall ("):]
+    body = forall[:forall.index("scf.forall.in_parallel")]
+    assert "vector.fma" in body
+    assert "arith.addf" in body and ("arith.maximumf" in body or "arith.select" in body)
+    assert body.rindex("arith.addf") > body.rindex("vector.fma")
+    assert "linalg.generic" not in tiled
+    # The epilogue updates the product in place: no temporary for the product.
+    assert "memref.copy" not in exe.stages["bufferized"]
+    assert "memref.alloc()" not in exe.stages["bufferized"].split("memref<64x1024x16xf32>")[-1]
+
+
+def test_conv_is_tiled_vectorized_and_parallel() -> None:
+    exe = xm.compile(_conv(8, 56, 64, 64))
+    tiled = exe.stages["tiled"]
+    assert "linalg.conv_2d_nhwc_hwcf" not in tiled
+    check_ir(tiled, """
+        CHECK: scf.forall ({{.*}}) in (2)
+        CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<6x16xf32>)
+        CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<6x16xf32>)
+        CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<6x16xf32>)
+        CHECK-COUNT-6: vector.fma {{.*}} : vector<16xf32>
+    """) if schedules.PARAMS.nr == 16 else None
+    assert _scheduled(exe)
+
+
+def test_schedule_stage_can_be_replaced() -> None:
+    p = xm.Pipeline.default().replace("tiled", [])
+    exe = xm.compile(_matmul(128, 128, 128), p)
+    assert "linalg.matmul" in exe.stages["tiled"] and not _scheduled(exe)
+    lhs, rhs = _rand((128, 128), 0), _rand((128, 128), 1)
+    np.testing.assert_allclose(exe(lhs, rhs), lhs @ rhs, rtol=1e-4, atol=1e-3)
+
+
+def test_last_script_is_the_applied_transform_script() -> None:
+    xm.compile(_matmul(100, 64, 64))  # 50 rows per thread: 8 register tiles and a peeled one
+    script = schedules.last_script()
+    assert "transform.named_sequence @__transform_main" in script
+    assert "transform.structured.tile_using_forall" in script and "transform.loop.peel" in script
+
+
+# -- numerics ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("m, k, n", [
+    (64, 64, 64), (100, 70, 48), (7, 300, 160), (130, 257, 32), (6, 1000, 64), (255, 33, 96),
+    (1, 4096, 64), (513, 64, 16),
+])
+def test_matmul_matches_numpy(m: int, k: int, n: int) -> None:
+    exe = xm.compile(_matmul(m, k, n))
+    assert _scheduled(exe)
+    lhs, rhs = _rand((m, k), 0), _rand((k, n), 1)
+    expected = lhs.astype(np.float64) @ rhs.astype(np.float64)
+    np.testing.assert_allclose(exe(lhs, rhs), expected, rtol=1e-4, atol=2e-5 * np.sqrt(k) * 10)
+
+
+@pytest.mark.parametrize("m, k, n", [(256, 128, 64), (37, 256, 48), (7, 1200, 32)])
+def test_dense_relu_matches_numpy(m: int, k: int, n: int) -> None:
+    exe = xm.compile(_dense_relu(m, k, n))
+    assert _scheduled(exe)
+    x, w, bias = _rand((m, k), 0), _rand((k, n), 1), _rand((n,), 2)
+    expected = np.maximum(x.astype(np.float64) @ w + bias, 0)
+    np.testing.assert_allclose(exe(x, w, bias), expected, rtol=1e-4, atol=1e-3)
+
+
+def test_epilogues_with_row_broadcasts_scalars_and_matrices() -> None:
+    m, k, n = 50, 200, 64
+    b = xm.XlaBuilder("epi")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (m, k)))
+    w = b.parameter(1, xm.Shape.array(xm.F32, (k, n)))
+    row = b.parameter(2, xm.Shape.array(xm.F32, (m,)))
+    other = b.parameter(3, xm.Shape.array(xm.F32, (m, n)))
+    y = b.mul(b.dot(x, w), b.broadcast_in_dim(row, (m, n), (0,)))
+    y = b.add(b.sub(y, other), b.broadcast(b.constant(np.float32(2)), (m, n)))
+    exe = xm.compile(b.build())
+    assert _scheduled(exe) and "arith.subf" in exe.stages["tiled"].split("scf.forall (")[-1]
+    args = [_rand((m, k), 0), _rand((k, n), 1), _rand((m,), 2), _rand((m, n), 3)]
+    expected = (args[0].astype(np.float64) @ args[1]) * args[2][:, None] - args[3] + 2
+    np.testing.assert_allclose(exe(*args), expected, rtol=1e-4, atol=1e-3)
+
+
+def test_product_used_twice_is_not_fused_and_stays_correct() -> None:
+    m, k, n = 64, 64, 64
+    b = xm.XlaBuilder("twice")
+    p = b.dot(b.parameter(0, xm.Shape.array(xm.F32, (m, k))), b.parameter(1, xm.Shape.array(xm.F32, (k, n))))
+    b.tuple([b.add(p, p), b.neg(p), p])
+    exe = xm.compile(b.build())
+    lhs, rhs = _rand((m, k), 0), _rand((k, n), 1)
+    want = lhs.astype(np.float64) @ rhs
+    got = exe(lhs, rhs)
+    for g, e in zip(got, [2 * want, -want, want], strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("m, k, n, dtype", [
+    (64, 64, 40, xm.F32),  # N not a multiple of the panel width
+    (64, 64, 64, xm.F64), (64, 64, 64, xm.S32),  # other types
+    (8, 8, 16, xm.F32),  # too small to be worth it
+])
+def test_unscheduled_matmuls_keep_the_old_path(m: int, k: int, n: int, dtype: xm.PrimitiveType) -> None:
+    exe = xm.compile(_matmul(m, k, n, dtype))
+    assert not _scheduled(exe)
+    np_type = {xm.F32: np.float32, xm.F64: np.float64, xm.S32: np.int32, xm.F16: np.float16}[dtype]
+    lhs = np.random.default_rng(0).integers(-3, 4, (m, k)).astype(np_type)
+    rhs = np.random.default_rng(1).integers(-3, 4, (k, n)).astype(np_type)
+    np.testing.assert_allclose(exe(lhs, rhs).astype(np.float64), lhs.astype(np.float64) @ rhs, rtol=1e-2)
+
+
+def test_f16_matmul_accumulates_in_the_scheduled_f32_product() -> None:
+    # f16 operands are converted to f32 (the accumulation type), the f32 product is
+    # scheduled, the rounding to f16 stays a separate consumer (not an in-place epilogue).
+    exe = xm.compile(_matmul(64, 128, 64, xm.F16))
+    assert _scheduled(exe)
+    lhs, rhs = _rand((64, 128), 0).astype(np.float16), _rand((128, 64), 1).astype(np.float16)
+    expected = (lhs.astype(np.float64) @ rhs.astype(np.float64)).astype(np.float16)
+    np.testing.assert_allclose(exe(lhs, rhs).astype(np.float64), expected.astype(np.float64),
+                               rtol=2e-3, atol=2e-2)
+
+
+@pytest.mark.parametrize("batch, hw, c, f, padding", [
+    (1, 56, 64, 64, "SAME"), (2, 30, 3, 16, "SAME"), (3, 7, 16, 32, "VALID"), (1, 20, 8, 48, "SAME"),
+])
+def test_conv_matches_numpy(batch: int, hw: int, c: int, f: int, padding: str) -> None:
+    exe = xm.compile(_conv(batch, hw, c, f, padding))
+    assert _scheduled(exe)
+    x, k = _rand((batch, hw, hw, c), 0), _rand((3, 3, c, f), 1)
+    expected = _numpy_conv(x.astype(np.float64), k.astype(np.float64), padding)
+    np.testing.assert_allclose(exe(x, k), expected, rtol=1e-4, atol=1e-3)
+
+
+def test_conv_with_channels_not_a_multiple_of_the_panel_keeps_the_old_path() -> None:
+    exe = xm.compile(_conv(1, 12, 8, 24))
+    assert not _scheduled(exe)
+    x, k = _rand((1, 12, 12, 8), 0), _rand((3, 3, 8, 24), 1)
+    np.testing.assert_allclose(exe(x, k), _numpy_conv(x, k, "SAME"), rtol=1e-4, atol=1e-3)
