@@ -1,23 +1,37 @@
-"""A 3x3 NHWC convolution, f32[8,56,56,64] x f32[3,3,64,64] "SAME", against numpy.
+"""A 3x3 NHWC convolution, f32[8,56,56,64] x f32[3,3,64,64] "SAME", against numpy (and JAX).
 
 numpy has no convolution of its own: its side is the usual im2col form (a padded
 copy, a `sliding_window_view` of the 3x3 windows reshaped to a [pixels, 9*64]
 matrix, one matmul with the [9*64, 64] kernel on numpy's BLAS). Ours is the
-default pipeline as it is (`linalg.conv_2d_nhwc_hwcf` on a zero-padded copy).
-Checks the result first, then prints the median of a few timed runs (after a
-warm-up) for both and the ratio (ours / numpy). Run from the repository root:
-`python bench/conv.py [batch] [padding]`.
+default pipeline: `linalg.conv_2d_nhwc_hwcf` on a zero-padded copy, scheduled by
+the "tiled" stage (split across cores by batch, 6 pixels x 16 channels register
+tiles, vectorized 1-D convolutions; lowering/schedules.py). Checks the result
+first, then times ours, numpy and JAX interleaved and reports medians.
+`workloads()` is what bench/suite.py runs for this row. Run from the repository
+root: `python bench/conv.py [batch] [padding]`.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import numpy as np
-from timing import best_of
+from dot import interleaved_medians
+from timing import Measurement, Workload
 
 import xlamlir as xm
+from xlamlir.runtime.compiler import clear_cache
+
+try:  # optional: the `bench` extra
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_platforms", "cpu")
+except Exception:  # noqa: BLE001 - any import problem means "no JAX column"
+    jax = None
+    jnp = None
 
 
 def numpy_conv(x: np.ndarray, k: np.ndarray, padding: str) -> np.ndarray:
@@ -31,16 +45,18 @@ def numpy_conv(x: np.ndarray, k: np.ndarray, padding: str) -> np.ndarray:
     return (cols @ k.reshape(9 * c, -1)).reshape(n, oh, ow, -1)
 
 
-def main(batch: int = 8, padding: str = "SAME", repeats: int = 5) -> None:
+def conv3x3(batch: int = 8, padding: str = "SAME", rounds: int = 7) -> Measurement:
     shape, kernel = (batch, 56, 56, 64), (3, 3, 64, 64)
     b = xm.XlaBuilder("conv3x3")
     b.conv_general_dilated(b.parameter(0, xm.Shape.array(xm.F32, shape)),
                            b.parameter(1, xm.Shape.array(xm.F32, kernel)), (1, 1), padding,
                            dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    computation = b.build()
+    clear_cache()
     start = time.perf_counter()
-    exe = xm.compile(b.build())
+    exe = xm.compile(computation)
     compile_s = time.perf_counter() - start
-    assert "linalg.conv_2d_nhwc_hwcf" in exe.stages["linalg"]
+    assert "vector.fma" in exe.stages["tiled"], "the convolution schedule did not apply"
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal(shape, dtype=np.float32)
@@ -48,15 +64,34 @@ def main(batch: int = 8, padding: str = "SAME", repeats: int = 5) -> None:
     expected = numpy_conv(x.astype(np.float64), k.astype(np.float64), padding)
     # Sums of 576 products of unit normals: absolute errors around sqrt(576) * eps(f32).
     np.testing.assert_allclose(exe(x, k), expected, rtol=1e-4, atol=1e-3)
+    jax_call = None
+    if jax is not None:
+        jitted = jax.jit(lambda x, k: jax.lax.conv_general_dilated(
+            x, k, (1, 1), padding, dimension_numbers=("NHWC", "HWIO", "NHWC")))
+        xd, kd = jnp.asarray(x), jnp.asarray(k)
+        np.testing.assert_allclose(np.asarray(jitted(xd, kd)), expected, rtol=1e-4, atol=1e-3)
+        jax_call = lambda: jitted(xd, kd).block_until_ready()  # noqa: E731
+    ours, theirs, jax_s = interleaved_medians(
+        [lambda: exe(x, k), lambda: numpy_conv(x, k, padding), jax_call], rounds)
+    return Measurement(ours_s=ours, numpy_s=theirs, jax_s=jax_s, compile_s=compile_s,
+                       work=2 * expected.size * 9 * 64, unit="GFLOP/s")
 
-    ours = best_of(lambda: exe(x, k), repeats, 1)
-    theirs = best_of(lambda: numpy_conv(x, k, padding), repeats, 1)
-    flops = 2 * expected.size * 9 * 64
-    print(f"conv {padding} f32[{','.join(map(str, shape))}] x f32[3,3,64,64] NHWC/HWIO "
-          f"(compile {compile_s:.2f} s, median of {repeats})")
-    print(f"  xlamlir {ours * 1e3:10.2f} ms  {flops / ours / 1e9:8.2f} GFLOP/s")
-    print(f"  numpy   {theirs * 1e3:10.2f} ms  {flops / theirs / 1e9:8.2f} GFLOP/s  (im2col + matmul)")
-    print(f"  ratio (xlamlir / numpy): {ours / theirs:.1f}x")
+
+def workloads() -> list[Workload]:
+    """The issue's convolution row for bench/suite.py (same name as its own definition)."""
+    return [Workload("conv 3x3 NHWC [8,56,56,64]x[3,3,64,64] SAME", conv3x3, 18.8e-3)]
+
+
+def main(batch: int = 8, padding: str = "SAME") -> None:
+    r: Any = conv3x3(batch, padding)
+    gflop = r.work / 1e9
+    print(f"conv {padding} f32[{batch},56,56,64] x f32[3,3,64,64] NHWC/HWIO "
+          f"(compile {r.compile_s * 1e3:.0f} ms, medians)")
+    print(f"  xlamlir {r.ours_s * 1e3:10.2f} ms  {gflop / r.ours_s:8.2f} GFLOP/s")
+    print(f"  numpy   {r.numpy_s * 1e3:10.2f} ms  {gflop / r.numpy_s:8.2f} GFLOP/s  (im2col + matmul)")
+    if r.jax_s is not None:
+        print(f"  jax     {r.jax_s * 1e3:10.2f} ms  {gflop / r.jax_s:8.2f} GFLOP/s")
+    print(f"  ratio (xlamlir / numpy): {r.ours_s / r.numpy_s:.2f}x")
 
 
 if __name__ == "__main__":

@@ -1,46 +1,119 @@
-"""dot of two f32[1024,1024] matrices (lowered to linalg.matmul) against numpy's BLAS.
+"""Matmul f32 1024^3 and relu(x@W+b) 256x1024x1024 against numpy's BLAS (and JAX).
 
-Checks the result against numpy first, then prints the median of a few timed
-runs after a warm-up for both, and the ratio (ours / numpy). Only measures:
-the matmul goes through the default pipeline as it is. Run with
-`python bench/dot.py [n]`.
+Both go through the default pipeline, whose "tiled" stage packs, tiles,
+vectorizes and splits the matmul across cores and fuses the bias + relu into it
+(lowering/schedules.py). Each checks its result against numpy first, then times
+ours, numpy and JAX interleaved (one call of each per round, so that load from
+other processes hits all three alike) and reports medians. `workloads()` is what
+bench/suite.py runs for these two rows. Run with `python bench/dot.py [m k n]`.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
-from timing import median_time
+from timing import Measurement, Workload
 
 import xlamlir as xm
+from xlamlir.runtime.compiler import clear_cache
+
+try:  # optional: the `bench` extra
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_platforms", "cpu")
+except Exception:  # noqa: BLE001 - any import problem means "no JAX column"
+    jax = None
+    jnp = None
 
 
-def main(n: int = 1024, repeats: int = 5) -> None:
-    b = xm.XlaBuilder("matmul")
-    shape = xm.Shape.array(xm.F32, (n, n))
-    b.dot(b.parameter(0, shape), b.parameter(1, shape))
+def interleaved_medians(fns: list[Callable[[], Any] | None], rounds: int) -> list[float | None]:
+    """Median seconds per call of each fn, timed round-robin after one warm-up call each."""
+    live = [f for f in fns if f is not None]
+    for f in live:
+        f()
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for i, f in enumerate(fns):
+            if f is None:
+                continue
+            start = time.perf_counter()
+            f()
+            samples[i].append(time.perf_counter() - start)
+    return [float(np.median(s)) if s else None for s in samples]
+
+
+def dense(m: int, k: int, n: int, relu: bool, rounds: int = 15) -> Measurement:
+    """x[m,k] @ w[k,n] (+ bias[n], relu when `relu`): checked, then timed."""
+    b = xm.XlaBuilder("relu_dense" if relu else "matmul")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (m, k)))
+    w = b.parameter(1, xm.Shape.array(xm.F32, (k, n)))
+    shapes = [(m, k), (k, n)]
+    y = b.dot(x, w)
+    if relu:
+        bias = b.parameter(2, xm.Shape.array(xm.F32, (n,)))
+        shapes.append((n,))
+        y = b.max(b.add(y, b.broadcast_in_dim(bias, (m, n), (1,))), b.constant(np.float32(0)))
+    computation = b.build()
+    clear_cache()
     start = time.perf_counter()
-    exe = xm.compile(b.build())
+    exe = xm.compile(computation)
     compile_s = time.perf_counter() - start
-    assert "linalg.matmul" in exe.stages["linalg"]
+    assert "vector.fma" in exe.stages["tiled"], "the matmul schedule did not apply"
 
     rng = np.random.default_rng(0)
-    lhs = rng.standard_normal((n, n), dtype=np.float32)
-    rhs = rng.standard_normal((n, n), dtype=np.float32)
-    expected = lhs.astype(np.float64) @ rhs.astype(np.float64)
-    # Sums of n products of unit normals: absolute errors scale with sqrt(n) * eps(f32).
-    np.testing.assert_allclose(exe(lhs, rhs), expected, rtol=1e-4, atol=1e-3 * np.sqrt(n / 64))
+    args = tuple(rng.standard_normal(s, dtype=np.float32) for s in shapes)
 
-    ours = median_time(lambda: exe(lhs, rhs), repeats)
-    theirs = median_time(lambda: lhs @ rhs, repeats)
-    gflop = 2 * n**3 / 1e9
-    print(f"dot f32[{n},{n}] x f32[{n},{n}]  (compile {compile_s:.2f} s, median of {repeats})")
-    print(f"  xlamlir {ours * 1e3:10.2f} ms  {gflop / ours:8.2f} GFLOP/s")
-    print(f"  numpy   {theirs * 1e3:10.2f} ms  {gflop / theirs:8.2f} GFLOP/s")
-    print(f"  ratio (xlamlir / numpy): {ours / theirs:.1f}x")
+    def reference(*a: Any, np: Any = np) -> Any:
+        out = a[0] @ a[1]
+        return np.maximum(out + a[2], 0) if relu else out
+
+    expected = reference(*(a.astype(np.float64) for a in args))
+    # Sums of k products of unit normals: absolute errors scale with sqrt(k) * eps(f32).
+    tol = dict(rtol=1e-4, atol=1e-3 * np.sqrt(k / 64))
+    np.testing.assert_allclose(exe(*args), expected, **tol)
+    jax_call = None
+    if jax is not None:
+        jitted = jax.jit(lambda *a: reference(*a, np=jnp))
+        device_args = tuple(jnp.asarray(a) for a in args)
+        np.testing.assert_allclose(np.asarray(jitted(*device_args)), expected, **tol)
+        jax_call = lambda: jitted(*device_args).block_until_ready()  # noqa: E731
+    ours, theirs, jax_s = interleaved_medians(
+        [lambda: exe(*args), lambda: reference(*args), jax_call], rounds)
+    return Measurement(ours_s=ours, numpy_s=theirs, jax_s=jax_s, compile_s=compile_s,
+                       work=2 * m * k * n, unit="GFLOP/s")
+
+
+def workloads() -> list[Workload]:
+    """The issue's matmul rows for bench/suite.py (same names as its own definitions)."""
+    return [
+        Workload("matmul f32 1024^3", lambda: dense(1024, 1024, 1024, False), 19e-3),
+        Workload("relu(x@W+b) 256x1024x1024", lambda: dense(256, 1024, 1024, True, rounds=41), 3.6e-3),
+    ]
+
+
+def _report(name: str, r: Measurement) -> None:
+    gflop = (r.work or 0) / 1e9
+    print(f"{name}  (compile {r.compile_s * 1e3:.0f} ms, medians)")
+    print(f"  xlamlir {r.ours_s * 1e3:8.2f} ms  {gflop / r.ours_s:7.1f} GFLOP/s")
+    print(f"  numpy   {r.numpy_s * 1e3:8.2f} ms  {gflop / r.numpy_s:7.1f} GFLOP/s")
+    if r.jax_s is not None:
+        print(f"  jax     {r.jax_s * 1e3:8.2f} ms  {gflop / r.jax_s:7.1f} GFLOP/s")
+    print(f"  ratio (xlamlir / numpy): {r.ours_s / r.numpy_s:.2f}x")
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) == 3:
+        m, k, n = (int(a) for a in argv)
+        _report(f"dot f32[{m},{k}] x f32[{k},{n}]", dense(m, k, n, False))
+        return
+    for w in workloads():
+        _report(w.name, w.run())
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1024)
+    main(sys.argv[1:])
