@@ -410,6 +410,53 @@ def _conv_plan(conv: Any, p: Params) -> tuple[int, ...] | None:
     return n, oh, ow, f, kh, kw, c
 
 
+def _zero_splat(value: ir.Value) -> bool:
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != "arith.constant":
+        return False
+    text = str(owner.attributes["value"])
+    return text.startswith("dense<0.000000e+00>")
+
+
+def _prepare_padding(conv: Any, index: int) -> bool:
+    """The padded input `insert_slice x into dense<0>` (lowering/conv.py) as an insert into a
+    linalg.fill: the script turns both into parallel vectorized loops (bufferized, the
+    constant would be a copy of a zero global and the insert a strided element copy)."""
+    ins = conv.operands[0].owner
+    if isinstance(ins, ir.Block) or ins.name != "tensor.insert_slice" or not _zero_splat(ins.operands[1]):
+        return False
+    strides = ir.DenseI64ArrayAttr(ins.attributes["static_strides"])
+    if len(ins.operands) != 2 or any(int(x) != 1 for x in strides):
+        return False  # dynamic offsets or strided (lhs dilation): leave it
+    dest = ins.operands[1]
+    with ir.InsertionPoint(ins), ins.location:
+        zero = arith.constant(ir.F32Type.get(), 0.0)
+        fill = _result(linalg.fill(zero, outs=[tensor.EmptyOp(_shape(dest), ir.F32Type.get()).result]))
+    ins.operands[1] = fill
+    fill.owner.attributes[TAG + ".padfill"] = _i64(index)
+    ins.attributes[TAG + ".pad"] = _i64(index)
+    return True
+
+
+def _padding_script(i: int, p: Params, dims: list[int]) -> str:
+    """Fill and interior copy of the padded input: split across cores on the batch (or rows),
+    one pixel's channels per vector step."""
+    at = 0 if dims[0] >= p.threads else 1
+    threads = [0] * len(dims)
+    threads[at] = p.threads
+    return _lines(
+        _match(f"%pf{i}", "linalg.fill", f"{TAG}.padfill", i),
+        _tile_forall(f"%pft{i}", f"%pff{i}", f"%pf{i}", f"num_threads {threads}"),
+        _tile_for(f"%pft2_{i}", f"%pfl{i}", f"%pft{i}", [1, 1, 1, 0]),
+        f"transform.structured.vectorize %pft2_{i} : {ANY}",
+        _match(f"%pi{i}", "tensor.insert_slice", f"{TAG}.pad", i),
+        f"%pc{i} = transform.structured.insert_slice_to_copy %pi{i} : ({ANY}) -> {ANY}",
+        # Only split: vectorized here, the copy of a tile would fold back into a slice
+        # insertion; the affine path copies each thread's part after bufferization.
+        _tile_forall(f"%pct{i}", f"%pcf{i}", f"%pc{i}", f"num_threads {threads}"),
+    )
+
+
 def _conv_script(i: int, p: Params, shape: tuple[int, ...]) -> str:
     n, oh, ow, f, kh, kw, c = shape
     threads = _thread_split(n, p.threads, 1)
@@ -537,6 +584,8 @@ def _apply(op: Any, found: list[tuple[Any, tuple[int, ...]]], p: Params, parts: 
                 parts.append(_matmul_script(i, p, shape, fused))
             else:
                 target.attributes[TAG] = _i64(i)
+                if _prepare_padding(target, i):
+                    parts.append(_padding_script(i, p, _shape(target.operands[0])))
                 parts.append(_conv_script(i, p, shape))
         _write_into_outputs(op)
         text = _HEADER + "".join(parts) + _FOOTER
