@@ -438,23 +438,36 @@ def _prepare_padding(conv: Any, index: int) -> bool:
     return True
 
 
-def _padding_script(i: int, p: Params, dims: list[int]) -> str:
+def _split_sizes(dims: list[int], p: Params) -> str | None:
+    """tile_sizes splitting `dims` evenly across the cores on the first of the two outer
+    dimensions that divides (static tiles: the affine path needs static copy sizes)."""
+    for at in (0, 1):
+        threads = _thread_split(dims[at], p.threads, 1)
+        if threads > 1:
+            sizes = [0] * len(dims)
+            sizes[at] = dims[at] // threads
+            return f"tile_sizes {sizes}"
+    return None
+
+
+def _padding_script(i: int, p: Params, padded: list[int], interior: list[int]) -> str:
     """Fill and interior copy of the padded input: split across cores on the batch (or rows),
-    one pixel's channels per vector step."""
-    at = 0 if dims[0] >= p.threads else 1
-    threads = [0] * len(dims)
-    threads[at] = p.threads
-    return _lines(
-        _match(f"%pf{i}", "linalg.fill", f"{TAG}.padfill", i),
-        _tile_forall(f"%pft{i}", f"%pff{i}", f"%pf{i}", f"num_threads {threads}"),
-        _tile_for(f"%pft2_{i}", f"%pfl{i}", f"%pft{i}", [1, 1, 1, 0]),
-        f"transform.structured.vectorize %pft2_{i} : {ANY}",
-        _match(f"%pi{i}", "tensor.insert_slice", f"{TAG}.pad", i),
-        f"%pc{i} = transform.structured.insert_slice_to_copy %pi{i} : ({ANY}) -> {ANY}",
+    the fill one pixel's channels per vector step."""
+    fill_split, copy_split = _split_sizes(padded, p), _split_sizes(interior, p)
+    fill = f"%pf{i}"
+    lines = [_match(f"%pf{i}", "linalg.fill", f"{TAG}.padfill", i)]
+    if fill_split:
+        lines.append(_tile_forall(f"%pft{i}", f"%pff{i}", f"%pf{i}", fill_split))
+        fill = f"%pft{i}"
+    lines += [_tile_for(f"%pft2_{i}", f"%pfl{i}", fill, [1, 1, 1, 0]),
+              f"transform.structured.vectorize %pft2_{i} : {ANY}",
+              _match(f"%pi{i}", "tensor.insert_slice", f"{TAG}.pad", i),
+              f"%pc{i} = transform.structured.insert_slice_to_copy %pi{i} : ({ANY}) -> {ANY}"]
+    if copy_split:
         # Only split: vectorized here, the copy of a tile would fold back into a slice
-        # insertion; the affine path copies each thread's part after bufferization.
-        _tile_forall(f"%pct{i}", f"%pcf{i}", f"%pc{i}", f"num_threads {threads}"),
-    )
+        # insertion; the affine path copies each core's part after bufferization.
+        lines.append(_tile_forall(f"%pct{i}", f"%pcf{i}", f"%pc{i}", copy_split))
+    return _lines(*lines)
 
 
 def _conv_script(i: int, p: Params, shape: tuple[int, ...]) -> str:
@@ -585,7 +598,9 @@ def _apply(op: Any, found: list[tuple[Any, tuple[int, ...]]], p: Params, parts: 
             else:
                 target.attributes[TAG] = _i64(i)
                 if _prepare_padding(target, i):
-                    parts.append(_padding_script(i, p, _shape(target.operands[0])))
+                    padded = target.operands[0].owner
+                    parts.append(_padding_script(i, p, _shape(padded.results[0]),
+                                                 _shape(padded.operands[0])))
                 parts.append(_conv_script(i, p, shape))
         _write_into_outputs(op)
         text = _HEADER + "".join(parts) + _FOOTER

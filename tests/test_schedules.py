@@ -215,6 +215,7 @@ def test_f16_matmul_accumulates_in_the_scheduled_f32_product() -> None:
 
 @pytest.mark.parametrize("batch, hw, c, f, padding", [
     (1, 56, 64, 64, "SAME"), (2, 30, 3, 16, "SAME"), (3, 7, 16, 32, "VALID"), (1, 20, 8, 48, "SAME"),
+    (3, 20, 16, 32, "SAME"),  # odd batch: cores split the rows, the padding's copy by rows
 ])
 def test_conv_matches_numpy(batch: int, hw: int, c: int, f: int, padding: str) -> None:
     exe = xm.compile(_conv(batch, hw, c, f, padding))
