@@ -313,7 +313,10 @@ def _lines(*lines: str) -> str:
 def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: bool) -> str:
     m, n, k = shape
     threads = _thread_split(m, p.threads, 2 * p.mr)
-    t_m = m // threads
+    t_m, t_n1 = m // threads, n // p.nr
+    if threads == 1:  # rows do not split evenly: split the column panels instead
+        threads = _thread_split(t_n1, p.threads, 1)
+        t_n1 //= threads
     mc = _divisor_at_most(t_m, p.mc)
     if mc < 4 * p.mr:  # no useful divisor: one row block, the register loop is peeled
         mc = t_m
@@ -321,18 +324,18 @@ def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: boo
     if epilogue:  # the epilogue is the root; the product and its fill are fused into it
         root = [
             _match(f"%ep{i}", "linalg.generic", f"{TAG}.epilogue", i),
-            _tile_forall(f"%ept{i}", f"%forall{i}a", f"%ep{i}", f"tile_sizes [{t_m}, 0, 0]"),
+            _tile_forall(f"%ept{i}", f"%forall{i}a", f"%ep{i}", f"tile_sizes [{t_m}, {t_n1}, 0]"),
             _fuse(f"%t0_{i}", f"%forall{i}b", f"%g{i}", f"%forall{i}a"),
             _fuse(f"%f0_{i}", f"%forall{i}", f"%fill{i}", f"%forall{i}b"),
             _tile_for(f"%ept2_{i}", f"%epl{i}", f"%ept{i}", [1, 1, 0]),
         ]
     else:
         root = [
-            _tile_forall(f"%t0_{i}", f"%forall{i}a", f"%g{i}", f"tile_sizes [0, {t_m}, 0, 0]"),
+            _tile_forall(f"%t0_{i}", f"%forall{i}a", f"%g{i}", f"tile_sizes [{t_n1}, {t_m}, 0, 0]"),
             _fuse(f"%f0_{i}", f"%forall{i}", f"%fill{i}", f"%forall{i}a"),
         ]
     return _lines(
-        f"// matmul {i}: {m}x{k} @ {k}x{n}, {threads} threads of {t_m} rows, cache blocks "
+        f"// matmul {i}: {m}x{k} @ {k}x{n}, {threads} threads of {t_m} rows x {t_n1} panels, cache blocks "
         f"[{p.nc}x{p.nr} columns, {mc} rows, {p.kc} deep], registers {p.mr}x{p.nr}"
         + (", fused epilogue" if epilogue else ""),
         _match(f"%g{i}", "linalg.generic", TAG, i),
