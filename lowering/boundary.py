@@ -80,6 +80,41 @@ def _leaves(value: ir.Value) -> list[ir.Value]:
     return [leaf for e in elements for leaf in _leaves(e)]
 
 
+# Ops whose result may share its operand's buffer after bufferization (views).
+_VIEWS = {"xhlo.reshape", "xhlo.slice", "xhlo.get_tuple_element", "xhlo.optimization_barrier",
+          "builtin.unrealized_conversion_cast"}
+
+
+def _shared(value: ir.Value) -> bool:
+    """Whether a result leaf (or the value it is a view of) is also used by other ops.
+
+    Such a value can end up computed in another result's output buffer (empty-tensor
+    elimination follows the other result's use-def chain back to it) and be overwritten
+    there before its own output is written: returning (dynamic_update_slice(c, u), c)
+    returned the updated array twice.
+    """
+    while True:
+        uses = [u for u in value.uses if u.owner.name not in ("xhlo.tuple", "func.return")]
+        if len(uses) > 0:
+            return True
+        owner = value.owner
+        if isinstance(owner, ir.Block) or owner.name not in _VIEWS or not len(owner.operands):
+            return False
+        value = owner.operands[0]
+        if len([u for u in value.uses]) > 1:
+            return True
+
+
+def _snapshot(value: ir.Value) -> ir.Value:
+    """A copy of `value` taken right where it is computed, before anything can overwrite it."""
+    owner = value.owner
+    point = (ir.InsertionPoint.at_block_begin(owner) if isinstance(owner, ir.Block)
+             else ir.InsertionPoint.after(owner))
+    with point:
+        signless = cast(value, signless_type(value.type))
+        return bufferization.AllocTensorOp(signless.type, [], copy=signless).result
+
+
 def rewrite_entry(f: func.FuncOp, dynamic_strides: bool = False) -> list[Shape]:
     """Rewrite `f` in place to the destination-passing boundary; returns the leaf shapes
     of its results, in order. With `dynamic_strides` the inputs accept any strides (the
@@ -115,13 +150,13 @@ def rewrite_entry(f: func.FuncOp, dynamic_strides: bool = False) -> list[Shape]:
                   if not str(leaf.type).startswith("!xhlo.token")]
         for value in values:
             leaf = shape_of(value)
+            stored = _snapshot(value) if _shared(value) else cast(value, signless_type(value.type))
             layout = result_layouts[0] if len(values) == 1 else None
             mtype = memref_type(leaf, layout)
             new_outputs.append(mtype)
             result_leaves.append(leaf if layout is None else leaf.with_layout(layout))
             out = block.add_argument(mtype, value.location)
-            bufferization.materialize_in_destination(
-                None, cast(value, signless_type(value.type)), out, restrict=True, writable=True)
+            bufferization.materialize_in_destination(None, stored, out, restrict=True, writable=True)
         func.ReturnOp([])
     ret.erase()
     for _ in old_args:

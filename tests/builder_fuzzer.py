@@ -120,6 +120,10 @@ class Fuzzer:
     def i(self, lo: int = -1, hi: int = 4) -> int:
         return self.src.integer(lo, hi)
 
+    def arg_i(self, lo: int = -1, hi: int = 4) -> Any:
+        """An int the builder receives as an argument (so it may be garbage)."""
+        return self.maybe_garbage(self.i(lo, hi))
+
     def ints(self, n: int | None = None, lo: int = -1, hi: int = 4) -> list[int]:
         n = self.i(0, 4) if n is None else n
         return [self.i(lo, hi) for _ in range(n)]
@@ -315,7 +319,7 @@ class Fuzzer:
         return f(self.op(), self.any_type())
 
     def m_reduce_precision(self) -> Any:
-        return self.b.reduce_precision(self.op(), self.i(-1, 12), self.i(-1, 25))
+        return self.b.reduce_precision(self.op(), self.arg_i(-1, 12), self.arg_i(-1, 25))
 
     def m_broadcast(self) -> Any:
         return self.b.broadcast(self.op(), self.ints(None, -1, 3))
@@ -358,7 +362,7 @@ class Fuzzer:
 
     def m_concat(self) -> Any:
         ops = [self.op() for _ in range(self.i(0, 3))]
-        return self.b.concat_in_dim(ops, self.i(-1, 3))
+        return self.b.concat_in_dim(ops, self.arg_i(-1, 3))
 
     def m_pad(self) -> Any:
         x = self.op()
@@ -369,10 +373,10 @@ class Fuzzer:
 
     def m_iota(self) -> Any:
         s = self.shape()
-        return self.b.iota(s, self.i(-1, 3))
+        return self.b.iota(s, self.arg_i(-1, 3))
 
     def m_get_dimension_size(self) -> Any:
-        return self.b.get_dimension_size(self.op(), self.i(-1, 3))
+        return self.b.get_dimension_size(self.op(), self.arg_i(-1, 3))
 
     def m_dynamic_slice(self) -> Any:
         x = self.op()
@@ -392,7 +396,7 @@ class Fuzzer:
         r, ri = self.rank(x), self.rank(idx)
         dn = xm.GatherDimensionNumbers(
             offset_dims=self.dim_list(r + ri), collapsed_slice_dims=self.dim_list(r),
-            start_index_map=self.dim_list(r), index_vector_dim=self.i(-1, ri + 1),
+            start_index_map=self.dim_list(r), index_vector_dim=self.arg_i(-1, ri + 1),
             **({"operand_batching_dims": self.dim_list(r),
                 "start_indices_batching_dims": self.dim_list(ri)}
                if self.src.chance(0.2) else {}))
@@ -409,7 +413,7 @@ class Fuzzer:
             update_window_dims=(self.dim_list(self.rank(ups[0]) if ups else 1)),
             inserted_window_dims=self.dim_list(r),
             scatter_dims_to_operand_dims=self.dim_list(r),
-            index_vector_dim=self.i(-1, ri + 1),
+            index_vector_dim=self.arg_i(-1, ri + 1),
             **({"input_batching_dims": self.dim_list(r),
                 "scatter_indices_batching_dims": self.dim_list(ri)}
                if self.src.chance(0.2) else {}))
@@ -467,10 +471,10 @@ class Fuzzer:
         ops = [self.op() for _ in range(self.i(1, 3))]
         comp = self.computation(2 * len(ops)) if self.src.chance(0.4) else None
         return self.b.sort(ops[0] if len(ops) == 1 and self.src.chance(0.5) else ops, comp,
-                           self.i(-2, 3), self.src.chance(0.5))
+                           self.arg_i(-2, 3), self.src.chance(0.5))
 
     def m_top_k(self) -> Any:
-        return self.b.top_k(self.op(), self.i(-1, 5), self.src.chance(0.5))
+        return self.b.top_k(self.op(), self.arg_i(-1, 5), self.src.chance(0.5))
 
     def m_dot(self) -> Any:
         pet = self.any_type() if self.src.chance(0.2) else None
@@ -503,12 +507,12 @@ class Fuzzer:
         if self.src.chance(0.4):
             dn = self.src.choice([
                 xm.ConvDimensionNumbers.from_layouts("NHWC", "HWIO", "NHWC") if r == 4 else None,
-                xm.ConvDimensionNumbers(self.i(-1, r), self.i(-1, r), self.dim_list(r, s),
-                                        self.i(-1, r), self.i(-1, r), self.dim_list(r, s),
-                                        self.i(-1, r), self.i(-1, r), self.dim_list(r, s))])
+                xm.ConvDimensionNumbers(self.arg_i(-1, r), self.arg_i(-1, r), self.dim_list(r, s),
+                                        self.arg_i(-1, r), self.arg_i(-1, r), self.dim_list(r, s),
+                                        self.arg_i(-1, r), self.arg_i(-1, r), self.dim_list(r, s))])
         return self.b.conv_general_dilated(
             lhs, rhs, self.ints(s, 0, 2), self.padding(s),
-            self.window(s), self.window(s), dn, self.i(0, 2), self.i(0, 2))
+            self.window(s), self.window(s), dn, self.arg_i(0, 2), self.arg_i(0, 2))
 
     def m_fft(self) -> Any:
         return self.b.fft(self.op(), self.src.choice(["FFT", "IFFT", "RFFT", "IRFFT", "BAD"]),
@@ -516,7 +520,7 @@ class Fuzzer:
 
     def m_batch_norm(self) -> Any:
         x = self.op()
-        fi = self.i(-1, self.rank(x))
+        fi = self.arg_i(-1, self.rank(x))
         vecs = [self.op() for _ in range(5)]
         k = self.i(0, 2)
         if k == 0:
@@ -529,7 +533,7 @@ class Fuzzer:
         return self.b.tuple([self.op() for _ in range(self.i(0, 3))])
 
     def m_get_tuple_element(self) -> Any:
-        return self.b.get_tuple_element(self.op(), self.i(-1, 3))
+        return self.b.get_tuple_element(self.op(), self.arg_i(-1, 3))
 
     def m_call(self) -> Any:
         ops = [self.op() for _ in range(self.i(0, 2))]

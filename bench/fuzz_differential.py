@@ -1,0 +1,86 @@
+"""Long run of the differential fuzzer (tests/differential_fuzzer.py against the numpy
+reference interpreter tests/reference_interpreter.py; tests/test_fuzz_differential.py
+is the CI-sized run).
+
+Generates, compiles and runs random valid computations from consecutive seeds until
+--cases or --seconds runs out, and prints the counts: cases tried, cases that matched,
+mismatches, and errors (an exception while building, compiling or running a valid
+program), each kind with the first seed that shows it. Replay one with
+`--seed SEED --cases 1 -v`.
+
+    python bench/fuzz_differential.py --seconds 600
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+
+from builder_fuzzer import RandomSource  # noqa: E402
+from differential_fuzzer import check_case, make_case  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", type=int, default=None, help="number of cases (default: no limit)")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="stop after this long (default 60 unless --cases is given)")
+    parser.add_argument("--seed", type=int, default=0, help="first seed")
+    parser.add_argument("--ops", type=int, default=10, help="most generated ops per case")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print every case's ops (and the module of a failing one)")
+    args = parser.parse_args(argv)
+    seconds = args.seconds if args.seconds is not None else (None if args.cases else 60.0)
+
+    counts: collections.Counter[str] = collections.Counter()
+    kinds: collections.Counter[str] = collections.Counter()
+    first: dict[str, tuple[int, str]] = {}
+    start = time.perf_counter()
+    seed = args.seed
+    while True:
+        if args.cases is not None and counts["cases"] >= args.cases:
+            break
+        if seconds is not None and time.perf_counter() - start >= seconds:
+            break
+        counts["cases"] += 1
+        case = None
+        try:
+            case = make_case(RandomSource(seed), args.ops)
+            problem = check_case(case)
+            kind = "mismatch" if problem else None
+        except Exception as e:  # noqa: BLE001 - every escape is a finding
+            problem = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
+            kind = f"error {type(e).__name__}"
+        if args.verbose and case is not None:
+            print(f"-- seed {seed}")
+            print("\n".join(f"  {line}" for line in case.trace))
+        if problem:
+            counts["failures"] += 1
+            key = f"{kind}: {problem.splitlines()[0][:100]}" if kind != "mismatch" else kind
+            kinds[key] += 1
+            first.setdefault(key, (seed, problem))
+            if args.verbose:
+                print(problem)
+                if case is not None:
+                    print(case.computation.as_mlir_text())
+        else:
+            counts["matched"] += 1
+        seed += 1
+    elapsed = time.perf_counter() - start
+    print(f"fuzz_differential: {counts['cases']} cases (seeds {args.seed}..{seed - 1}) in "
+          f"{elapsed:.0f} s: {counts['matched']} matched the reference, "
+          f"{counts['failures']} failures ({len(kinds)} kinds)")
+    for key, n in kinds.most_common():
+        s, problem = first[key]
+        print(f"  {n:6d}  {key}\n          first seed {s}: {problem.splitlines()[0][:200]}")
+    return 1 if counts["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
