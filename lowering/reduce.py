@@ -34,6 +34,7 @@ Imports `dialect` and the lowering modules.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 
 from mlir import ir
@@ -42,8 +43,9 @@ from mlir.dialects import arith, linalg, scf, tensor
 from ..dialect.ops_reduce import dilated
 from ..dialect.shapes import PrimitiveType
 from .computations import apply_computation, current_library
-from .elementwise import from_storage
+from .elementwise import from_storage, to_storage
 from .framework import OpView, lowers
+from .scalar import Elem
 
 
 def _element_type(value_or_type: ir.Value | ir.Type) -> ir.Type:
@@ -101,15 +103,41 @@ _COMBINERS = frozenset(f"xhlo.{name}" for name in
                        ("add", "multiply", "maximum", "minimum", "and", "or", "xor"))
 
 
-def _is_simple_combiner(symbol: str) -> bool:
-    """Whether the computation is `op(acc, x)` for one commutative, associative op."""
+def _simple_combiner(symbol: str) -> str | None:
+    """The op name (`add`, `maximum`...) when the computation is `op(acc, x)` for one
+    commutative, associative op, else None."""
     block = current_library().functions[symbol].regions[0].blocks[0]
     ops = list(block.operations)
     if len(ops) != 2 or ops[0].operation.name not in _COMBINERS:
-        return False
+        return None
     combine, ret = ops[0].operation, ops[1].operation
-    return (set(combine.operands) == set(block.arguments) and len(block.arguments) == 2
-            and ret.operands[0] == combine.results[0])
+    if (set(combine.operands) == set(block.arguments) and len(block.arguments) == 2
+            and ret.operands[0] == combine.results[0]):
+        return combine.name.removeprefix("xhlo.")
+    return None
+
+
+def _identity(combiner: str, t: PrimitiveType) -> ir.Value | None:
+    """The identity element of `combiner` on `t` (in storage type): `f(identity, x) == x`
+    for every x, bit for bit (-0.0 for float add; NaN-propagating max returns its NaN
+    operand); None when there is none to rely on (complex multiply: (1, 0) * (inf, x)
+    makes a NaN)."""
+    if t.is_complex:
+        return None
+    e = Elem(t)
+    if t.is_pred:
+        value: int | float = 1 if combiner in ("multiply", "minimum", "and") else 0
+    elif t.is_floating:
+        value = {"add": -0.0, "multiply": 1.0, "maximum": -math.inf,
+                 "minimum": math.inf}.get(combiner, math.nan)
+        if math.isnan(value):
+            return None  # bitwise ops do not apply to floats
+    else:
+        unsigned = t.is_unsigned_int
+        value = {"add": 0, "multiply": 1, "and": -1, "or": 0, "xor": 0,
+                 "maximum": 0 if unsigned else e.int_min(),
+                 "minimum": -1 if unsigned else e.int_max()}[combiner]
+    return to_storage(e.const(value), t)
 
 
 def _linalg_reduce(inputs: Sequence[ir.Value], outs: Sequence[ir.Value], dims: Sequence[int],
@@ -133,14 +161,17 @@ def _linalg_reduce(inputs: Sequence[ir.Value], outs: Sequence[ir.Value], dims: S
 
 
 def _lane_split_reduce(x: ir.Value, init: ir.Value, kept: Sequence[int], size: int,
-                       symbol: str) -> ir.Value:
+                       symbol: str, identity: ir.Value) -> ir.Value:
     """The reduction of [*kept, size] over its minor dimension, in a vectorizable form.
 
-    The operand is viewed as [*kept, chunks, LANES]: chunk 0 initialises LANES
-    partial results per output element, a generic whose innermost (parallel)
-    loop runs along the lanes folds the other chunks in, and a last generic
-    folds the lanes into the init value. The init value thus still enters every
-    output element exactly once, as in the sequential form.
+    The operand is viewed as [*kept, chunks, LANES]: LANES partial results per output
+    element start at the combiner's identity, a generic whose innermost (parallel)
+    loop runs along the lanes folds every chunk in (plain indexing maps: the
+    schedule in lowering/vectorize.py tiles and vectorizes it, rows across cores),
+    and a last generic folds the lanes into the init value. The init value thus
+    still enters every output element exactly once, as in the sequential form, and
+    the identity changes no result (only the order of the combinations changes,
+    which the spec allows).
     """
     elem = _element_type(x)
     rank = len(kept)  # of the output
@@ -154,19 +185,11 @@ def _lane_split_reduce(x: ir.Value, init: ir.Value, kept: Sequence[int], size: i
         return ir.AffineMap.get(n, 0, [ir.AffineDimExpr.get(i) for i in range(rank)] + list(extra))
 
     d = ir.AffineDimExpr.get
-    # Chunk 0, copied by an affine loop nest (no memref.copy for affine-loop-fusion to trip on).
-    first = _generic([view], [_accumulator(list(kept) + [LANES], elem)],
-                     [dims(rank + 1, ir.AffineConstantExpr.get(0), d(rank)),
-                      ir.AffineMap.get_identity(rank + 1)], ["parallel"] * (rank + 1),
-                     lambda value, _out: [value])[0]
-    # Chunks 1.. on loops (*kept, chunk - 1, lane); `shape` gives the chunk loop its bound.
-    shape = tensor.EmptyOp([chunks - 1], ir.IntegerType.get_signless(8)).result
     (partials,) = _generic(
-        [view, shape], [first],
-        [dims(rank + 2, d(rank) + 1, d(rank + 1)), ir.AffineMap.get(rank + 2, 0, [d(rank)]),
-         dims(rank + 2, d(rank + 1))],
+        [view], [_splat(identity, list(kept) + [LANES])],
+        [ir.AffineMap.get_identity(rank + 2), dims(rank + 2, d(rank + 1))],
         ["parallel"] * rank + ["reduction", "parallel"],
-        lambda value, _shape, acc: apply_computation("reduce", symbol, [acc, value]))
+        lambda value, acc: apply_computation("reduce", symbol, [acc, value]))
     # The lanes fold in order (init, lane 0, lane 1...) on a reduction loop over them. Not
     # an all-parallel generic reading each lane through a map: elementwise fusion would
     # sink that into a broadcasting consumer, recomputing the fold per consumer element
@@ -197,15 +220,17 @@ def lower_reduce(v: OpView) -> list[ir.Value]:
     dims = v.shapes["inputs"][0].dimensions
     reduced = v.attrs["dimensions"]
     size = _trailing_block(dims, reduced)
-    if (len(inputs) == 1 and size is not None and size % LANES == 0 and size >= 4 * LANES
-            and _is_simple_combiner(symbol)):
+    combiner = _simple_combiner(symbol) if len(inputs) == 1 else None
+    identity = (_identity(combiner, v.shapes["inputs"][0].element_type)
+                if combiner is not None else None)
+    if size is not None and size % LANES == 0 and size >= 4 * LANES and identity is not None:
         x = inputs[0]
         kept = list(dims[:len(dims) - len(reduced)])
         if len(reduced) > 1:  # one minor dimension of the reduced block's size
             flat = ir.RankedTensorType.get(kept + [size], _element_type(x))
             x = tensor.collapse_shape(flat, x, [[i] for i in range(len(kept))]
                                       + [list(range(len(kept), len(dims)))])
-        return [_lane_split_reduce(x, inits[0], kept, size, symbol)]
+        return [_lane_split_reduce(x, inits[0], kept, size, symbol, identity)]
     if reduced and len(dims) - 1 not in reduced and all(dims[d] > 0 for d in reduced):
         # The minor dimension is kept: its loop is innermost and vectorizes, provided
         # affine-loop-fusion does not fuse an init fill into the loop nest (it then sinks

@@ -170,6 +170,19 @@ def _plan(op: Any) -> dict[str, Any] | None:
         else:
             tiles.append(1)
     tiles.append(width)
+    # A lane accumulation (reduce.py's lane split: [rows, chunks, lanes] with a reduction
+    # loop over the chunks and the lanes exactly one vector): the chunk loop is tiled by
+    # one, unit loops dropped, and the body vectorizes as an elementwise op whose
+    # accumulator read/write the loop then carries in registers. Any combiner body works
+    # (the exact float max/min are several ops, which linalg's reduction vectorizer
+    # cannot match). Other reductions need one combiner op for vector.multi_reduction.
+    reductions = [k for k, kind in enumerate(kinds) if kind == "reduction"]
+    accumulate = (bool(reductions) and last == width and len(ranges) >= 2
+                  and reductions == list(range(reductions[0], len(ranges) - 1)))
+    if accumulate:
+        tiles = [1] * (len(ranges) - 1) + [0]
+    elif reductions and not _single_combiner(op):
+        return None
     work = 1
     for size in ranges:
         work *= size
@@ -182,7 +195,28 @@ def _plan(op: Any) -> dict[str, Any] | None:
             chunk = -(-ranges[0] // THREADS)
         if chunk < ranges[0]:
             split = chunk
-    return {"ranges": ranges, "tiles": tiles, "width": width, "split": split}
+    return {"ranges": ranges, "tiles": tiles, "width": width, "split": split,
+            "accumulate": accumulate}
+
+
+def _single_combiner(op: Any) -> bool:
+    """Whether every output of a reduction generic is yielded by one op that combines the
+    output's block argument (what linalg's vectorizer matches as a reduction)."""
+    block = op.regions[0].blocks[0]
+    outs = list(block.arguments)[len(block.arguments) - _num_outputs(op):]
+    yielded = list(block.operations)[-1].operands
+    for out, value in zip(outs, yielded):
+        owner = value.owner
+        if isinstance(owner, ir.Block) or out not in list(owner.operands):
+            return False
+        if sum(1 for _ in out.uses) != 1:
+            return False
+    return True
+
+
+def _num_outputs(op: Any) -> int:
+    segments = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
+    return segments[1]
 
 
 def _script(i: int, plan: dict[str, Any]) -> str:
@@ -197,6 +231,26 @@ def _script(i: int, plan: dict[str, Any]) -> str:
                      f"tile_sizes {sizes} : ({any_op}) -> ({any_op}, {any_op})")
         target = f"%p{i}"
     loops = sum(1 for t in tiles if t)
+    if plan["accumulate"]:
+        inner = f"%l{i}#{loops - 1}"  # the innermost reduction loop
+        lines += [
+            f"%t{i}, %l{i}:{loops} = transform.structured.tile_using_for {target} "
+            f"tile_sizes {tiles} : ({any_op}) -> ({any_op}{f', {any_op}' * loops})",
+            f"transform.apply_patterns to {inner} {{ "
+            "transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices } "
+            f": {any_op}",
+            f'%v{i} = transform.structured.match ops{{["linalg.generic"]}} in {inner} : '
+            f"({any_op}) -> {any_op}",
+            f"transform.structured.vectorize %v{i} : {any_op}",
+            # The transfers index the buffers themselves, not subviews (hoisting skips
+            # views), so that the function-wide hoisting (_HOIST) keeps the
+            # accumulator in registers across the chunk loop.
+            f"transform.apply_patterns to {inner} {{ "
+            "transform.apply_patterns.memref.fold_memref_alias_ops } "
+            f": {any_op}",
+            f"transform.apply_licm to {inner} : {any_op}",
+        ]
+        return "\n".join(lines) + "\n"
     lines.append(f"%t{i}, %l{i}:{loops} = transform.structured.tile_using_for {target} "
                  f"tile_sizes {tiles} : ({any_op}) -> ({any_op}{f', {any_op}' * loops})")
     # The innermost tile has a remainder when the dimension (or the core's chunk of it)
@@ -237,6 +291,16 @@ transform.apply_patterns to %funcs {
 """
 
 
+# Accumulators read and written by every iteration of a loop (at loop-invariant indices)
+# become loop-carried vectors: one read before the loop, one write after it.
+# CSE first: tiling inside a forall computes the row index once per use.
+_HOIST = """
+transform.apply_cse to %funcs : !transform.any_op
+%hoisted = transform.structured.hoist_redundant_vector_transfers %funcs
+  : (!transform.any_op) -> !transform.any_op
+"""
+
+
 def schedule_vectorize(op: Any, pass_: Any) -> None:
     """Tile, split across cores and vectorize the elementwise and reduction generics."""
     found: list[tuple[Any, dict[str, Any]]] = []
@@ -257,9 +321,10 @@ def schedule_vectorize(op: Any, pass_: Any) -> None:
     for i, (generic, plan) in enumerate(found):
         generic.attributes[SCHEDULE_ATTR] = ir.IntegerAttr.get(i64, i)
         body.append(_script(i, plan))
+    hoist = _HOIST if any(plan["accumulate"] for _, plan in found) else ""
     text = ("module attributes {transform.with_named_sequence} {\n"
             "transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
-            + "".join(body) + _CLEANUP + "transform.yield\n}\n}\n")
+            + "".join(body) + _CLEANUP + hoist + "transform.yield\n}\n}\n")
     with context:
         script = ir.Module.parse(text)
         interpreter.apply_named_sequence(op, script.body.operations[0], script)
