@@ -230,3 +230,27 @@ def test_conv_with_channels_not_a_multiple_of_the_panel_keeps_the_old_path() -> 
     assert not _scheduled(exe)
     x, k = _rand((1, 12, 12, 8), 0), _rand((3, 3, 8, 24), 1)
     np.testing.assert_allclose(exe(x, k), _numpy_conv(x, k, "SAME"), rtol=1e-4, atol=1e-3)
+
+
+def test_matmul_inside_a_while_loop_is_scheduled() -> None:
+    n = 64
+    b = xm.XlaBuilder("loop")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (n, n)))
+    w = b.parameter(1, xm.Shape.array(xm.F32, (n, n)))
+
+    def cond(t: xm.XlaOp) -> xm.XlaOp:
+        return t.builder.lt(t.builder.get_tuple_element(t, 0), t.builder.constant(np.int32(3)))
+
+    def body(t: xm.XlaOp) -> xm.XlaOp:
+        bb = t.builder
+        i, v, ww = (bb.get_tuple_element(t, j) for j in range(3))
+        return bb.tuple([bb.add(i, bb.constant(np.int32(1))), bb.tanh(bb.dot(v, ww)), ww])
+
+    b.get_tuple_element(b.while_(cond, body, b.tuple([b.constant(np.int32(0)), x, w])), 1)
+    exe = xm.compile(b.build())
+    assert _scheduled(exe)
+    xv, wv = _rand((n, n), 0) / 8, _rand((n, n), 1) / 8
+    expected = xv.astype(np.float64)
+    for _ in range(3):
+        expected = np.tanh(expected @ wv)
+    np.testing.assert_allclose(exe(xv, wv), expected, rtol=1e-4, atol=1e-5)
