@@ -18,6 +18,7 @@ from mlir.passmanager import PassManager
 
 from ..dialect.errors import CompileError
 from .approximations import approximate_math
+from .control import loop_state_in_place
 from .destinations import split_shared_inits
 from .i1_memory import widen_i1_memrefs
 from .lower_pass import lower_xhlo
@@ -47,6 +48,7 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
     ]),
     ("bufferized", [
         split_shared_inits,  # CSE may have merged two ops' destinations
+        loop_state_in_place,  # while bodies update their state in its buffers
         "eliminate-empty-tensors",  # results are computed straight into the output buffers
         "empty-tensor-to-alloc-tensor",
         # Loop state may live in fresh buffers each iteration (while loops).
