@@ -98,6 +98,7 @@ class Outcome:
     built: bool = False
     build_shape_error: bool = False
     failure: str | None = None
+    text: str | None = None  # the built module
     trace: list[str] = field(default_factory=list)
 
 
@@ -660,7 +661,7 @@ class Fuzzer:
             out.failure = f"build raised {type(e).__name__}: {e}\n{traceback.format_exc()}"
             return
         out.built = True
-        text = computation.as_mlir_text()
+        text = out.text = computation.as_mlir_text()
         try:
             with new_context(), ir.Location.unknown():
                 verify_module(ir.Module.parse(text))

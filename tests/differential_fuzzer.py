@@ -489,8 +489,9 @@ def compare_leaf(got: Any, want: Any, value: Value) -> str | None:
         idx = tuple(bad[0]) if len(bad) else ()
         return (f"{len(bad)} element(s) differ, first at {idx}: got {got[idx]!r}, "
                 f"reference {want[idx]!r}")
-    eps = np.finfo(want.dtype).eps
-    atol = 1024 * eps * max(value.bound, 1.0) if value.bound < INF else 0.0
+    eps = float(np.finfo(want.dtype).eps)
+    atol = 1024 * eps * max(value.bound, 1.0)
+    atol = atol if atol < INF else 0.0
     rtol = 1e-3 if want.dtype == np.float32 else 1e-9
     ok = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
     if ok.all():
