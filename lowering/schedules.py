@@ -7,9 +7,10 @@ a transform-dialect script and applies it with the transform interpreter. The
 script of a compile is kept: `last_script()`, and `XLAMLIR_DUMP_TO` writes the
 stages with it. Everything else is left to the later stages as before.
 
-Matmul C[M,N] = A[M,K] B[K,N] (`linalg.matmul`):
+Matmul C[M,N] = A[M,K] B[K,N] (`linalg.matmul`, or the linalg.generic that
+dot_general makes of transposed operands: A stored [K, M], B stored [N, K]):
   1. B is packed into NR-wide column panels, Bp[N/NR, K, NR] (a `linalg.transpose`
-     of B viewed as [K, N/NR, NR]; every panel is then contiguous), and the product
+     of B viewed as [K, N/NR, NR] or [N/NR, NR, K]; every panel is then contiguous), and the product
      becomes a linalg.generic over (n1, m, n0, k) writing C viewed as [M, N/NR, NR]
      (an expand_shape: the same memory). A is read in place.
   2. An elementwise consumer of the product (bias add, relu...) is rewritten in
@@ -167,14 +168,48 @@ def _epilogue(mm: Any) -> Any | None:
     return ep
 
 
+def _maps(op: Any) -> list[str]:
+    return [str(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+_A_MAPS = {"(d0, d1, d2) -> (d0, d2)": False, "(d0, d1, d2) -> (d2, d0)": True}
+_B_MAPS = {"(d0, d1, d2) -> (d2, d1)": False, "(d0, d1, d2) -> (d1, d2)": True}
+
+
+def _matmul_layout(op: Any) -> tuple[bool, bool] | None:
+    """(A transposed, B transposed) of C[m, n] += A[m, k] B[k, n] with A stored [m, k] or
+    [k, m] and B [k, n] or [n, k]: linalg.matmul, or the generic dot_general lowers
+    transposed operands to (lowering/dot.py); None for anything else."""
+    if op.name == "linalg.matmul":
+        return None if "indexing_maps" in op.attributes else (False, False)
+    if op.name != "linalg.generic" or len(op.operands) != 3 or len(op.results) != 1:
+        return None
+    if [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])] != [
+            "#linalg.iterator_type<parallel>"] * 2 + ["#linalg.iterator_type<reduction>"]:
+        return None
+    maps = _maps(op)
+    if maps[2] != "(d0, d1, d2) -> (d0, d1)" or maps[0] not in _A_MAPS or maps[1] not in _B_MAPS:
+        return None
+    body = list(op.regions[0].blocks[0].operations)
+    args = list(op.regions[0].blocks[0].arguments)
+    if [o.name for o in body] != ["arith.mulf", "arith.addf", "linalg.yield"]:
+        return None
+    mul, add = body[0], body[1]
+    if {mul.operands[0], mul.operands[1]} != {args[0], args[1]} or \
+            {add.operands[0], add.operands[1]} != {args[2], mul.results[0]}:
+        return None
+    return _A_MAPS[maps[0]], _B_MAPS[maps[1]]
+
+
 def _matmul_plan(mm: Any, p: Params) -> tuple[int, int, int] | None:
-    if mm.name != "linalg.matmul" or not all(_static_f32(v) for v in mm.operands):
+    layout = _matmul_layout(mm)
+    if layout is None or not all(_static_f32(v) for v in mm.operands):
         return None
     fill = mm.operands[2].owner
     if isinstance(fill, ir.Block) or fill.name != "linalg.fill":
         return None
-    m, k = _shape(mm.operands[0])
-    n = _shape(mm.operands[1])[1]
+    m, n = _shape(mm.operands[2])
+    k = _shape(mm.operands[0])[0 if layout[0] else 1]
     if n % p.nr or 2 * m * n * k < MIN_FLOPS or min(m, n, k) == 0:
         return None
     return m, n, k
@@ -228,16 +263,20 @@ def _rewrite_epilogue(ep: Any, product: ir.Value, product3: ir.Value, nr: int, i
 def _pack_matmul(mm: Any, index: int, p: Params) -> bool:
     """Step 1 (and 2's rewrite) of the module docstring; True if an epilogue was fused."""
     a, b, init = mm.operands[0], mm.operands[1], mm.operands[2]
+    a_transposed, b_transposed = _matmul_layout(mm) or (False, False)
     fill = init.owner
-    m, k = _shape(a)
-    n = _shape(b)[1]
+    m, n = _shape(init)
+    k = _shape(a)[0 if a_transposed else 1]
     nr, n1 = p.nr, n // p.nr
     f32 = ir.F32Type.get()
     ep = _epilogue(mm)
     with ir.InsertionPoint(mm), mm.location:
-        b3 = _expand_n(b, [k, n], 1, nr)
+        if b_transposed:  # B stored [n, k]: [n1, nr, k] -> [n1, k, nr]
+            b3, permutation = _expand_n(b, [n, k], 0, nr), [0, 2, 1]
+        else:  # B stored [k, n]: [k, n1, nr] -> [n1, k, nr]
+            b3, permutation = _expand_n(b, [k, n], 1, nr), [1, 0, 2]
         bp = _result(linalg.transpose(b3, outs=[tensor.EmptyOp([n1, k, nr], f32).result],
-                                      permutation=[1, 0, 2]))
+                                      permutation=permutation))
         bp.owner.attributes[TAG + ".pack"] = _i64(index)
         # The product is computed in its consumer's destination (in place: the epilogue
         # reads each element once, where it writes it), else in the fill's.
@@ -247,7 +286,8 @@ def _pack_matmul(mm: Any, index: int, p: Params) -> bool:
         d = [ir.AffineDimExpr.get(i) for i in range(4)]
         # Loops (n1, m, n0, k): the unit n1 tile leads, so a register tile's vector
         # contraction drops it and lowers to outer products (MR broadcasts + fmas).
-        maps = [ir.AffineMap.get(4, 0, [d[1], d[3]]), ir.AffineMap.get(4, 0, [d[0], d[3], d[2]]),
+        a_map = [d[3], d[1]] if a_transposed else [d[1], d[3]]
+        maps = [ir.AffineMap.get(4, 0, a_map), ir.AffineMap.get(4, 0, [d[0], d[3], d[2]]),
                 ir.AffineMap.get(4, 0, [d[1], d[0], d[2]])]
         op = linalg.GenericOp_([a, bp], [c3], maps, ["parallel"] * 3 + ["reduction"])
         with ir.InsertionPoint(op.regions[0].blocks[0]):
@@ -555,7 +595,7 @@ def _candidates(op: Any, p: Params) -> list[tuple[Any, tuple[int, ...]]]:
     found: list[tuple[Any, tuple[int, ...]]] = []
 
     def visit(inner: Any) -> ir.WalkResult:
-        plan = _matmul_plan(inner, p) if inner.name == "linalg.matmul" else \
+        plan = _matmul_plan(inner, p) if inner.name in ("linalg.matmul", "linalg.generic") else \
             _conv_plan(inner, p) if inner.name == "linalg.conv_2d_nhwc_hwcf" else None
         if plan is not None:
             found.append((inner, plan))
@@ -595,7 +635,7 @@ def schedule_contractions(op: Any, pass_: Any) -> None:
 def _apply(op: Any, found: list[tuple[Any, tuple[int, ...]]], p: Params, parts: list[str]) -> None:
     with op.context, ir.Location.unknown():
         for i, (target, shape) in enumerate(found):
-            if target.name == "linalg.matmul":
+            if target.name != "linalg.conv_2d_nhwc_hwcf":
                 fused = _pack_matmul(target, i, p)
                 parts.append(_matmul_script(i, p, shape, fused))
             else:

@@ -254,3 +254,22 @@ def test_matmul_inside_a_while_loop_is_scheduled() -> None:
     for _ in range(3):
         expected = np.tanh(expected @ wv)
     np.testing.assert_allclose(exe(xv, wv), expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("lhs_contracting, rhs_contracting", [(1, 1), (0, 0), (0, 1)])
+def test_transposed_operands_are_scheduled(lhs_contracting: int, rhs_contracting: int) -> None:
+    # x @ w.T (rhs stored [n, k]) and lhs stored [k, m]: dot_general lowers these to a
+    # linalg.generic reading the operands in place; the schedule packs B from either layout.
+    m, k, n = 130, 200, 96
+    lhs_shape = (m, k) if lhs_contracting == 1 else (k, m)
+    rhs_shape = (k, n) if rhs_contracting == 0 else (n, k)
+    b = xm.XlaBuilder("transposed")
+    b.dot_general(b.parameter(0, xm.Shape.array(xm.F32, lhs_shape)),
+                  b.parameter(1, xm.Shape.array(xm.F32, rhs_shape)),
+                  (((lhs_contracting,), (rhs_contracting,)), ((), ())))
+    exe = xm.compile(b.build())
+    assert _scheduled(exe)
+    lhs, rhs = _rand(lhs_shape, 0), _rand(rhs_shape, 1)
+    a = lhs if lhs_contracting == 1 else lhs.T
+    w = rhs if rhs_contracting == 0 else rhs.T
+    np.testing.assert_allclose(exe(lhs, rhs), a.astype(np.float64) @ w, rtol=1e-4, atol=1e-3)
