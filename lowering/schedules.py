@@ -44,6 +44,7 @@ Imports nothing of ours at import time.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -608,7 +609,20 @@ def _candidates(op: Any, p: Params) -> list[tuple[Any, tuple[int, ...]]]:
 def schedule_contractions(op: Any, pass_: Any) -> None:
     """The "tiled" stage: pack, tile, fuse, vectorize and parallelize the matmuls and
     convolutions that qualify (module docstring), with one transform script."""
-    p = PARAMS
+    _schedule(op, PARAMS)
+
+
+def scheduler(params: Params) -> Callable[[Any, Any], None]:
+    """A "tiled" stage pass with other tile sizes or thread counts, e.g.
+    `Pipeline.default().replace("tiled", scheduler(Params(threads=1, mr=4, nr=16)))`."""
+
+    def schedule_contractions_with(op: Any, pass_: Any) -> None:
+        _schedule(op, params)
+
+    return schedule_contractions_with
+
+
+def _schedule(op: Any, p: Params) -> None:
     found = _candidates(op, p)
     _last_script[0] = ""
     if not found:

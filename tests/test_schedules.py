@@ -10,6 +10,8 @@ keep the old path.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from conftest import check_ir
@@ -273,3 +275,13 @@ def test_transposed_operands_are_scheduled(lhs_contracting: int, rhs_contracting
     a = lhs if lhs_contracting == 1 else lhs.T
     w = rhs if rhs_contracting == 0 else rhs.T
     np.testing.assert_allclose(exe(lhs, rhs), a.astype(np.float64) @ w, rtol=1e-4, atol=1e-3)
+
+
+def test_a_scheduler_with_other_parameters_replaces_the_stage() -> None:
+    p = xm.Pipeline.default().replace("tiled", schedules.scheduler(schedules.Params(threads=1, mr=4, nr=8)))
+    exe = xm.compile(_matmul(96, 128, 40), p)  # 40 columns: five 8-wide panels
+    tiled = exe.stages["tiled"]
+    assert "vector<4x8xf32>" in tiled or "vector<4x1x8xf32>" in tiled
+    assert set(re.findall(r"scf\.forall \(%\w+\) in \((\d+)\)", tiled)) == {"1"}  # one thread
+    lhs, rhs = _rand((96, 128), 0), _rand((128, 40), 1)
+    np.testing.assert_allclose(exe(lhs, rhs), lhs.astype(np.float64) @ rhs, rtol=1e-4, atol=1e-3)
