@@ -94,3 +94,18 @@ def test_updated_value_and_its_original_both_returned(make, other) -> None:
     got, want = xm.compile(comp)(*args), evaluate(comp, args)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.xfail(strict=False, reason=(
+    "lowering/vectorize.py: affine-super-vectorize pads partial vectors with ub.poison, and an "
+    "integer div/rem with poison divisor lanes is UB in LLVM, so the in-bounds lanes come back as "
+    "garbage (fuzz_differential seed 1000644); passes with the 'vectorized' stage replaced by "
+    "plain affine loops"))
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64],
+                         ids=lambda t: np.dtype(t).name)
+def test_integer_remainder_by_a_constant_in_a_partial_vector(dtype) -> None:
+    b = xm.XlaBuilder("rem_const")
+    x = b.parameter(0, xm.Shape.array(dtype, (2, 1)))
+    b.rem(x, b.constant(np.array([[-6], [-4]], dtype)))
+    got = xm.compile(b.build())(np.array([[-3], [9]], dtype))
+    np.testing.assert_array_equal(got, np.array([[-3], [1]], dtype))
