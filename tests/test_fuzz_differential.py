@@ -96,11 +96,8 @@ def test_updated_value_and_its_original_both_returned(make, other) -> None:
         np.testing.assert_array_equal(g, w)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "lowering/vectorize.py: affine-super-vectorize pads partial vectors with ub.poison, and an "
-    "integer div/rem with poison divisor lanes is UB in LLVM, so the in-bounds lanes come back as "
-    "garbage (fuzz_differential seed 1000644); passes with the 'vectorized' stage replaced by "
-    "plain affine loops"))
+# affine-super-vectorize pads partial vectors with ub.poison; an integer div/rem with poison
+# divisor lanes is UB in LLVM and gave garbage in the real lanes (fuzz_differential seed 1000644).
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64],
                          ids=lambda t: np.dtype(t).name)
 def test_integer_remainder_by_a_constant_in_a_partial_vector(dtype) -> None:
