@@ -4,8 +4,9 @@ The "tiled" stage (after "fused", on tensors) runs `schedule_contractions`. For
 each op it can make fast (f32, static shapes, large enough; see `_matmul_plan`
 and `_conv_plan`) it rewrites the op into a packed form in Python, then builds
 a transform-dialect script and applies it with the transform interpreter. The
-script of a compile is kept: `last_script()`, and `XLAMLIR_DUMP_TO` writes the
-stages with it. Everything else is left to the later stages as before.
+"tiled" stage shows the result; `last_script()` returns the script of the last
+compile, and `scheduler(Params(...))` makes a stage pass with other tile sizes
+(`Pipeline.replace("tiled", ...)`). Everything else is left to the later stages.
 
 Matmul C[M,N] = A[M,K] B[K,N] (`linalg.matmul`, or the linalg.generic that
 dot_general makes of transposed operands: A stored [K, M], B stored [N, K]):
