@@ -86,23 +86,29 @@ _VIEWS = {"xhlo.reshape", "xhlo.slice", "xhlo.get_tuple_element", "xhlo.optimiza
 
 
 def _shared(value: ir.Value) -> bool:
-    """Whether a result leaf (or the value it is a view of) is also used by other ops.
+    """Whether a result leaf (or a value it is a view of) is also used by other ops.
 
     Such a value can end up computed in another result's output buffer (empty-tensor
     elimination follows the other result's use-def chain back to it) and be overwritten
     there before its own output is written: returning (dynamic_update_slice(c, u), c)
-    returned the updated array twice.
+    returned the updated array twice. Parameters live in the input buffers: never shared.
     """
+    chain = [value]
     while True:
-        uses = [u for u in value.uses if u.owner.name not in ("xhlo.tuple", "func.return")]
-        if len(uses) > 0:
-            return True
-        owner = value.owner
+        owner = chain[-1].owner
         if isinstance(owner, ir.Block) or owner.name not in _VIEWS or not len(owner.operands):
-            return False
-        value = owner.operands[0]
-        if len([u for u in value.uses]) > 1:
+            break
+        chain.append(owner.operands[0])
+    if not isinstance(owner, ir.Block) and owner.name == "bufferization.to_tensor":
+        return False
+    for k, v in enumerate(chain):
+        view = chain[k - 1].owner.operation if k else None
+        for use in v.uses:
+            user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+            if user.name in ("xhlo.tuple", "func.return") or (view is not None and user == view):
+                continue
             return True
+    return False
 
 
 def _snapshot(value: ir.Value) -> ir.Value:
