@@ -158,31 +158,65 @@ class Pipeline:
 
     def run(self, module: ir.Module, timings: list[tuple[str, str, float]] | None = None,
             after_each_pass: list[tuple[str, str, str]] | None = None,
-            locations: bool = False) -> dict[str, str]:
+            locations: bool = False, per_pass: bool = False) -> dict[str, str]:
         """Run every stage on `module` in place; the text after each stage, by stage name.
 
-        `timings` collects (stage, pass, seconds) for every pass; `after_each_pass`
-        collects (stage, pass, module text) after every pass (costly: for dumps);
-        `locations` prints every op with the source location it came from.
+        Consecutive textual passes of a stage run in one PassManager (one parse, one
+        run); `per_pass` runs every pass in its own. `timings` collects (stage, pass,
+        seconds) per run, a merged run named by its passes joined with ","; with
+        `per_pass`, one entry per pass. `after_each_pass` collects (stage, pass, module
+        text) after every pass (costly: for dumps; implies `per_pass`); `locations`
+        prints every op with the source location it came from. A failing merged run
+        is replayed pass by pass on a copy of its input, so the error names the pass.
         """
 
         def text() -> str:
             return module.operation.get_asm(enable_debug_info=True) if locations else str(module)
 
+        merge = not per_pass and after_each_pass is None
         stages: dict[str, str] = {}
         for name, passes in self._stages:
-            for spec in passes:
+            for group in _groups(passes, merge):
                 start = time.perf_counter()
-                _run_one(module, name, spec)
+                if len(group) == 1:
+                    _run_one(module, name, group[0])
+                else:
+                    _run_merged(module, name, group)
                 if timings is not None:
-                    timings.append((name, _describe(spec), time.perf_counter() - start))
+                    timings.append((name, ",".join(_describe(p) for p in group),
+                                    time.perf_counter() - start))
                 if after_each_pass is not None:
-                    after_each_pass.append((name, _describe(spec), text()))
+                    after_each_pass.append((name, _describe(group[0]), text()))
             stages[name] = text()
         return stages
 
 
-def _run_one(module: ir.Module, stage: str, spec: PassSpec) -> None:
+def _groups(passes: list[PassSpec], merge: bool) -> list[list[PassSpec]]:
+    """The passes as runs: consecutive textual passes together when `merge`."""
+    groups: list[list[PassSpec]] = []
+    for spec in passes:
+        if merge and isinstance(spec, str) and groups and isinstance(groups[-1][-1], str):
+            groups[-1].append(spec)
+        else:
+            groups.append([spec])
+    return groups
+
+
+def _run_merged(module: ir.Module, stage: str, group: list[PassSpec]) -> None:
+    """Textual passes in one PassManager; on failure, the same passes one by one on a
+    copy of the input, for an error naming the failing pass."""
+    before = module.operation.clone()  # detached; no measurable cost next to the passes
+    try:
+        _run_one(module, stage, ",".join(str(p) for p in group))
+    except CompileError as merged_error:
+        for spec in group:
+            _run_one(before, stage, spec)  # raises the error naming the pass
+        raise merged_error from merged_error.__cause__  # the replay passed: the merged error
+    finally:
+        before.erase()
+
+
+def _run_one(module: ir.Module | ir.Operation, stage: str, spec: PassSpec) -> None:
     context = module.context
     failure: list[BaseException] = []
     diagnostics: list[str] = []
