@@ -208,13 +208,36 @@ class Executable:
         return build(self.result_shape)
 
 
-def _address(array: np.ndarray) -> int:
-    """The data pointer; `from_buffer` is ~3x faster than `__array_interface__` but needs a
-    writable, C-contiguous, non-empty array."""
+def _interface_address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def _struct_address_reader() -> Callable[[np.ndarray], int] | None:
+    """A reader of the `data` field of numpy's PyArrayObject (public C API: the first field
+    after the object header), 4-10x faster than `__array_interface__` (which builds a dict,
+    ~2 us) or `ctypes.from_buffer`. Used only if it agrees with `__array_interface__` on
+    arrays of every kind here (views, read-only, reversed, 0-d, empty)."""
+    read = ctypes.c_size_t.from_address
+    offset = object.__basicsize__  # ob_refcnt + ob_type on this build
+
+    def address(array: np.ndarray, _read: Any = read, _id: Any = id) -> int:
+        return _read(_id(array) + offset).value
+
+    base = np.arange(24, dtype=np.float64).reshape(4, 6)
+    frozen = base.copy()
+    frozen.flags.writeable = False
+    samples = [base, base[1:, 2:], base[::-1, ::2], base.T, frozen, np.array(1.0), np.zeros((0, 3)),
+               np.float32([1, 2, 3])[1:]]
     try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(array))
-    except (TypeError, ValueError, BufferError):
-        return array.__array_interface__["data"][0]
+        if all(address(a) == _interface_address(a) for a in samples):
+            return address
+    except (ValueError, OSError):  # an unexpected object layout
+        pass
+    return None
+
+
+# The data pointer of any numpy array (the address of its element 0).
+_address: Callable[[np.ndarray], int] = _struct_address_reader() or _interface_address
 
 
 def _leaves(shape: Shape) -> list[Shape]:
