@@ -20,7 +20,11 @@ dot_general makes of transposed operands: A stored [K, M], B stored [N, K]):
      each thread's tile (`fuse_into_containing_op`), and the epilogue runs on that
      thread's block of C while it is still in cache.
   3. Cache tiling [NC panels, MC rows, KC] in the order (n1, k, m) (BLIS: a KC x NC
-     block of Bp stays in L2, each NR panel of it in L1 across the rows), then
+     block of Bp stays in L2, each NR panel of it in L1 across the rows). When the
+     cores split the columns (N/NR panels divide evenly, KC divides K), B is packed
+     a block at a time inside that loop nest (the transpose fused into the k-block
+     loop: each core packs only its panels, hot in L2 when used); else rows are split
+     and B is packed up front by its own parallel loop. Then
      register tiling [1 panel, MR rows, 1 k]: the MR x NR accumulator tile is held
      in MR * NR / lanes vector registers (6 x 16 f32 = 12 ymm with AVX2, 8 x 32 =
      16 zmm with AVX-512; 16 / 32 registers in all).
@@ -354,15 +358,26 @@ def _lines(*lines: str) -> str:
 
 def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: bool) -> str:
     m, n, k = shape
-    threads = _thread_split(m, p.threads, 2 * p.mr)
-    t_m, t_n1 = m // threads, n // p.nr
-    if threads == 1:  # rows do not split evenly: split the column panels instead
-        threads = _thread_split(t_n1, p.threads, 1)
+    t_m, t_n1 = m, n // p.nr
+    # Cores take column panels when they divide evenly: each then packs just its own
+    # panels, a cache block at a time, right where the block is used (hot in L2), with
+    # no second parallel loop. Else rows, with B packed by its own parallel loop first.
+    threads = _thread_split(t_n1, p.threads, 1)
+    # Packing per block needs whole KC blocks (static shapes): KC dividing K.
+    kc = _divisor_at_most(k, p.kc)
+    fused_pack = (threads > 1 or p.threads == 1) and (kc == k or kc >= p.kc // 4)
+    if not fused_pack:
+        kc = p.kc
+    if fused_pack:
         t_n1 //= threads
+    else:
+        threads = _thread_split(m, p.threads, 2 * p.mr)
+        t_m //= threads
     mc = _divisor_at_most(t_m, p.mc)
     if mc < 4 * p.mr:  # no useful divisor: one row block, the register loop is peeled
         mc = t_m
-    k_pack = _divisor_at_most(k, 8)
+    # Rows of B copied per vector step of the packing: whole tiles in every KC block.
+    k_pack = _divisor_at_most(kc if fused_pack else k, 8)
     if epilogue:  # the epilogue is the root; the product and its fill are fused into it
         root = [
             _match(f"%ep{i}", "linalg.generic", f"{TAG}.epilogue", i),
@@ -378,18 +393,27 @@ def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: boo
         ]
     return _lines(
         f"// matmul {i}: {m}x{k} @ {k}x{n}, {threads} threads of {t_m} rows x {t_n1} panels, cache blocks "
-        f"[{p.nc}x{p.nr} columns, {mc} rows, {p.kc} deep], registers {p.mr}x{p.nr}"
+        f"[{p.nc}x{p.nr} columns, {mc} rows, {kc} deep], registers {p.mr}x{p.nr}"
         + (", fused epilogue" if epilogue else ""),
         _match(f"%g{i}", "linalg.generic", TAG, i),
         f"%fill{i} = transform.get_producer_of_operand %g{i}[2] : ({ANY}) -> {ANY}",
-        # Packing B: parallel over panels, vectorized k_pack rows x one panel at a time.
         _match(f"%pk{i}", "linalg.transpose", f"{TAG}.pack", i),
-        _tile_forall(f"%pkt{i}", f"%pkf{i}", f"%pk{i}", f"num_threads [{p.threads}, 0, 0]"),
-        _tile_for(f"%pkt2_{i}", f"%pkl{i}", f"%pkt{i}", [1, k_pack, 0]),
-        f"transform.structured.vectorize %pkt2_{i} vector_sizes [1, {k_pack}, {p.nr}] : {ANY}",
+        *([] if fused_pack else [
+            # Packing B: parallel over panels, vectorized k_pack rows x one panel at a time.
+            _tile_forall(f"%pkt{i}", f"%pkf{i}", f"%pk{i}", f"num_threads [{p.threads}, 0, 0]"),
+            _tile_for(f"%pkt2_{i}", f"%pkl{i}", f"%pkt{i}", [1, k_pack, 0]),
+            f"transform.structured.vectorize %pkt2_{i} vector_sizes [1, {k_pack}, {p.nr}] : {ANY}"]),
         *root,
         # Loops (n1, m, n0, k): cache blocks in the order (n1, k, m), then register tiles.
-        _tile_for(f"%t1_{i}", f"%l1_{i}", f"%t0_{i}", [p.nc, mc, 0, p.kc], [0, 3, 1, 2]),
+        _tile_for(f"%t1_{i}", f"%l1_{i}", f"%t0_{i}", [p.nc, mc, 0, kc], [0, 3, 1, 2]),
+        *([  # each core packs the [NC panels, KC] block of Bp the (n1, k) loops are at
+            _fuse(f"%pkt{i}", f"%forall{i}p", f"%pk{i}", f"%forall{i}"),
+            # The block's slice of Bp out of the row loop, so its packing lands before it.
+            f"transform.apply_licm to %l1_{i}#2 : {ANY}",
+            _fuse(f"%pkt1_{i}", f"%kblock{i}", f"%pkt{i}", f"%l1_{i}#1"),
+            _tile_for(f"%pkt2_{i}", f"%pkl{i}", f"%pkt1_{i}", [1, k_pack, 0]),
+            f"transform.structured.vectorize %pkt2_{i} vector_sizes [1, {k_pack}, {p.nr}] : {ANY}",
+        ] if fused_pack else []),
         _tile_for(f"%t2_{i}", f"%l2_{i}", f"%t1_{i}", [1, p.mr, 0, 1]),
         _tile_for(f"%f1_{i}", f"%lf{i}", f"%f0_{i}", [1, 1, 0]),
         _peel(f"%l2_{i}#1", f"m{i}") if mc % p.mr else "",

@@ -71,19 +71,20 @@ def _scheduled(exe: xm.Executable) -> bool:
 
 def test_matmul_is_packed_tiled_vectorized_and_parallel() -> None:
     exe = xm.compile(_matmul(1024, 1024, 1024))
-    # B packed into contiguous 16-column panels (Bp[N/16, K, 16]) by a vectorized, parallel copy;
-    # then one parallel loop over row blocks whose register tile is 6 rows x 16 columns: six
-    # broadcasts of A and six fmas per k step on a loop-carried accumulator (in registers).
+    # One parallel loop; each core takes half of the column panels and packs B's blocks
+    # for them into contiguous 16-column panels (Bp[N/16, K, 16]) with vector copies right
+    # before using them; the register tile is 6 rows x 16 columns: six broadcasts of A and
+    # six fmas per k step on a loop-carried accumulator (in registers).
     check_ir(exe.stages["tiled"], """
-        CHECK: scf.forall
-        CHECK: vector.transfer_read {{.*}} : tensor<8x1x16xf32>, vector<1x8x16xf32>
-        CHECK: vector.transfer_write {{.*}} : vector<1x8x16xf32>, tensor<1x8x16xf32>
         CHECK: scf.forall ({{.*}}) in (2)
+        CHECK: vector.transfer_read {{.*}} : tensor<8x1x16xf32>, vector<{{.*}}>
+        CHECK: vector.transfer_write {{.*}} : vector<{{.*}}16xf32>, tensor<1x8x16xf32>
         CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<6x{{(1x)?}}16xf32>)
         CHECK-COUNT-6: vector.fma {{.*}} : vector<16xf32>
         CHECK: scf.yield {{.*}} : vector<6x{{(1x)?}}16xf32>
         CHECK: scf.forall.in_parallel
     """) if schedules.PARAMS.nr == 16 else None
+    assert exe.stages["tiled"].count("scf.forall (") == 1
     assert _scheduled(exe)
     assert "linalg.matmul" not in exe.stages["tiled"]
     # The parallel loops run as async tasks on the runtime's thread pool.
@@ -106,7 +107,9 @@ def test_dense_relu_epilogue_is_fused_into_the_matmul_loop() -> None:
     assert "linalg.generic" not in tiled
     # The epilogue updates the product in place: no temporary for the product.
     assert "memref.copy" not in exe.stages["bufferized"]
-    assert "memref.alloc()" not in exe.stages["bufferized"].split("memref<64x1024x16xf32>")[-1]
+    # The only temporary is the packed block of B ([16 panels, 256 deep, 16]).
+    allocs = re.findall(r"memref\.alloc\(\)[^:]*: (memref<[^>]*>)", exe.stages["bufferized"])
+    assert set(allocs) <= {"memref<16x256x16xf32>"}
 
 
 def test_conv_is_tiled_vectorized_and_parallel() -> None:
@@ -282,6 +285,6 @@ def test_a_scheduler_with_other_parameters_replaces_the_stage() -> None:
     exe = xm.compile(_matmul(96, 128, 40), p)  # 40 columns: five 8-wide panels
     tiled = exe.stages["tiled"]
     assert "vector<4x8xf32>" in tiled or "vector<4x1x8xf32>" in tiled
-    assert set(re.findall(r"scf\.forall \(%\w+\) in \((\d+)\)", tiled)) == {"1"}  # one thread
+    assert set(re.findall(r"scf\.forall \(%\w+\) in \((\d+)\)", tiled)) <= {"1"}  # one thread
     lhs, rhs = _rand((96, 128), 0), _rand((128, 40), 1)
     np.testing.assert_allclose(exe(lhs, rhs), lhs.astype(np.float64) @ rhs, rtol=1e-4, atol=1e-3)
