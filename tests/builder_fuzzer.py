@@ -589,6 +589,39 @@ class Fuzzer:
             return self.b.recv(self.shape(), self.src.choice([1, "ch", None]), token)
         return self.b.create_token()
 
+    def groups(self) -> Any:
+        k = self.i(0, 4)
+        if k == 0:
+            return None
+        if k == 1:
+            return [[0, 1], [2, 3]]
+        if k == 2:
+            return [[self.i(-1, 4) for _ in range(self.i(0, 3))] for _ in range(self.i(0, 3))]
+        return self.src.choice([[[0]], [[1, 0]], [[0, 1], [1, 2]], [[0, 1], [2]], "{}", [0, 1]])
+
+    def m_collective(self) -> Any:
+        k = self.i(0, 8)
+        x, g = self.op(), self.groups()
+        channel = self.src.choice([None, None, 1, 0, -2, "c"])
+        if k == 0:
+            return self.b.replica_id() if self.src.chance(0.5) else self.b.partition_id()
+        if k == 1:
+            return self.b.all_reduce(x if self.src.chance(0.7) else [x, self.op()],
+                                     self.computation(self.src.choice([2, 4])), g, channel)
+        if k == 2:
+            return self.b.cross_replica_sum(x, g)
+        if k == 3:
+            return self.b.all_gather(x, self.arg_i(-1, 3), self.arg_i(0, 4), g, channel)
+        if k == 4:
+            return self.b.all_to_all(x, self.arg_i(-1, 3), self.arg_i(-1, 3), self.arg_i(0, 4), g, channel)
+        if k == 5:
+            return self.b.reduce_scatter(x, self.computation(2), self.arg_i(-1, 3), self.arg_i(0, 4), g,
+                                         channel)
+        if k == 6:
+            pairs = [(self.i(-1, 4), self.i(-1, 4)) for _ in range(self.i(0, 3))]
+            return self.b.collective_permute(x, self.src.choice([pairs, [(0,)], "01"]), channel)
+        return self.b.collective_broadcast(x, g, channel)
+
     # ---- one case --------------------------------------------------------------------------------
 
     def call(self, name: str) -> None:
