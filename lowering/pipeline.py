@@ -20,6 +20,7 @@ from ..dialect.errors import CompileError
 from .approximations import approximate_math
 from .control import loop_state_in_place
 from .destinations import split_shared_inits
+from .fusion import duplicate_cheap_producers
 from .i1_memory import widen_i1_memrefs
 from .lower_pass import lower_xhlo
 from .schedules import schedule_contractions
@@ -37,6 +38,10 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
     ]),
     ("fused", [
         "linalg-fuse-elementwise-ops",  # chains of elementwise generics -> one loop nest
+        # Cheap producers with several users (softmax's exp) copied per user, and fused
+        # again: recomputed in each consumer (reductions too) instead of a temporary.
+        duplicate_cheap_producers,
+        "linalg-fuse-elementwise-ops",
         "canonicalize",
         "cse",
     ]),
