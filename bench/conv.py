@@ -6,7 +6,7 @@ matrix, one matmul with the [9*64, 64] kernel on numpy's BLAS). Ours is the
 default pipeline: `linalg.conv_2d_nhwc_hwcf` on a zero-padded copy, scheduled by
 the "tiled" stage (split across cores by batch, 6 pixels x 16 channels register
 tiles, vectorized 1-D convolutions; lowering/schedules.py). Checks the result
-first, then times ours, numpy and JAX interleaved and reports medians.
+first, then times ours, numpy and JAX (each in its own block of calls) and reports medians.
 `workloads()` is what bench/suite.py runs for this row. Run from the repository
 root: `python bench/conv.py [batch] [padding]`.
 """
@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 import numpy as np
-from dot import interleaved_medians
+from dot import medians
 from timing import Measurement, Workload
 
 import xlamlir as xm
@@ -71,8 +71,7 @@ def conv3x3(batch: int = 8, padding: str = "SAME", rounds: int = 7) -> Measureme
         xd, kd = jnp.asarray(x), jnp.asarray(k)
         np.testing.assert_allclose(np.asarray(jitted(xd, kd)), expected, rtol=1e-4, atol=1e-3)
         jax_call = lambda: jitted(xd, kd).block_until_ready()  # noqa: E731
-    ours, theirs, jax_s = interleaved_medians(
-        [lambda: exe(x, k), lambda: numpy_conv(x, k, padding), jax_call], rounds)
+    ours, theirs, jax_s = medians([lambda: exe(x, k), lambda: numpy_conv(x, k, padding), jax_call], rounds)
     return Measurement(ours_s=ours, numpy_s=theirs, jax_s=jax_s, compile_s=compile_s,
                        work=2 * expected.size * 9 * 64, unit="GFLOP/s")
 

@@ -3,8 +3,7 @@
 Both go through the default pipeline, whose "tiled" stage packs, tiles,
 vectorizes and splits the matmul across cores and fuses the bias + relu into it
 (lowering/schedules.py). Each checks its result against numpy first, then times
-ours, numpy and JAX interleaved (one call of each per round, so that load from
-other processes hits all three alike) and reports medians. `workloads()` is what
+ours, numpy and JAX, each in its own block of calls, and reports medians. `workloads()` is what
 bench/suite.py runs for these two rows. Run with `python bench/dot.py [m k n]`.
 """
 
@@ -31,20 +30,23 @@ except Exception:  # noqa: BLE001 - any import problem means "no JAX column"
     jnp = None
 
 
-def interleaved_medians(fns: list[Callable[[], Any] | None], rounds: int) -> list[float | None]:
-    """Median seconds per call of each fn, timed round-robin after one warm-up call each."""
-    live = [f for f in fns if f is not None]
-    for f in live:
+def medians(fns: list[Callable[[], Any] | None], rounds: int) -> list[float | None]:
+    """Median seconds per call of each fn, each timed in its own block of `rounds` calls
+    after a warm-up call. Not interleaved: OpenBLAS's threads spin for a while after a
+    call and would take the cores from the next call of another library."""
+    times: list[float | None] = []
+    for f in fns:
+        if f is None:
+            times.append(None)
+            continue
         f()
-    samples: list[list[float]] = [[] for _ in fns]
-    for _ in range(rounds):
-        for i, f in enumerate(fns):
-            if f is None:
-                continue
+        samples = []
+        for _ in range(rounds):
             start = time.perf_counter()
             f()
-            samples[i].append(time.perf_counter() - start)
-    return [float(np.median(s)) if s else None for s in samples]
+            samples.append(time.perf_counter() - start)
+        times.append(float(np.median(samples)))
+    return times
 
 
 def dense(m: int, k: int, n: int, relu: bool, rounds: int = 15) -> Measurement:
@@ -82,8 +84,7 @@ def dense(m: int, k: int, n: int, relu: bool, rounds: int = 15) -> Measurement:
         device_args = tuple(jnp.asarray(a) for a in args)
         np.testing.assert_allclose(np.asarray(jitted(*device_args)), expected, **tol)
         jax_call = lambda: jitted(*device_args).block_until_ready()  # noqa: E731
-    ours, theirs, jax_s = interleaved_medians(
-        [lambda: exe(*args), lambda: reference(*args), jax_call], rounds)
+    ours, theirs, jax_s = medians([lambda: exe(*args), lambda: reference(*args), jax_call], rounds)
     return Measurement(ours_s=ours, numpy_s=theirs, jax_s=jax_s, compile_s=compile_s,
                        work=2 * m * k * n, unit="GFLOP/s")
 
