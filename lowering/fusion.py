@@ -125,7 +125,10 @@ def _duplicate_in(func_op: Any, budget: int) -> int:
             continue  # upstream fuses single-use producers itself
         fusable, rest = [], []
         for o, n in uses:
-            (fusable if _fusable_use(o, n) else rest).append((o, n))
+            # A consumer in a nested region (a loop body) would recompute the producer on
+            # every trip: only consumers in the producer's own block.
+            same_block = o.operation.block == producer.operation.block
+            (fusable if same_block and _fusable_use(o, n) else rest).append((o, n))
         if not fusable or len(fusable) > MAX_COPIES_PER_PRODUCER:
             continue
         # One remaining use of the original would become its only use, which upstream
