@@ -42,7 +42,7 @@ def best_of(runs: int, fn) -> float:
 
 
 def test_two_replicas_take_about_the_time_of_one():
-    comp = spin(4_000_000)
+    comp = spin(40_000_000)
     one, two = xm.compile(comp, num_replicas=1), xm.compile(comp, num_replicas=2)
     x = np.ones(16, np.float32)
     expected = one.execute_replicated([[x]])[0]
@@ -58,7 +58,7 @@ def test_the_native_call_does_not_hold_the_gil():
     import sys
     import threading
 
-    exe = xm.compile(spin(2_000_000))
+    exe = xm.compile(spin(20_000_000))
     x = np.ones(16, np.float32)
     exe(x)
     progress, stop = [0], [False]
