@@ -73,7 +73,7 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "func.func(convert-linalg-to-affine-loops)",
         # No affine-loop-fusion: it moved a fill's loop after the copy into the filled buffer
         # (pad then any consumer gave zeros); linalg-level fusion already ran in "fused".
-        super_vectorize,  # 16-lane vectors (AVX-512 f32), where the layouts allow
+        super_vectorize,  # 16-lane f32 vectors, where the layouts allow
         "canonicalize",
     ]),
     ("loops", [

@@ -17,7 +17,7 @@ from mlir import ir
 from mlir.dialects.transform import interpreter
 from mlir.passmanager import PassManager
 
-VECTOR_SIZE = 16  # f32 lanes of an AVX-512 register
+VECTOR_SIZE = 16  # f32 lanes: one AVX-512 register, two AVX2 ones (LLVM splits them)
 _AFFINE_ACCESS = ("affine.load", "affine.store", "affine.vector_load", "affine.vector_store")
 
 
