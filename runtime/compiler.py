@@ -167,14 +167,16 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
     stats = compile_stats(parsed - started, timings, (jitted - lowered) + (generated - bound),
                           generated - started)
     stats["binding_s"] = bound - jitted
-    return Executable(name=name, engine=engine, callbacks=(trampolines, callback_errors),
-                      feeds=(infeed, outfeed),
-                      parameter_shapes=parameter_shapes,
-                      result_shape=result_shape, result_leaves=result_leaves, stages=stages,
-                      num_replicas=num_replicas, dynamic_strides=dynamic_strides,
-                      strided_variant=None if dynamic_strides else _variant_factory(
-                          text, pipeline, num_replicas, name),
-                      compile_stats=stats, pass_stages=per_pass)
+    executable = Executable(name=name, engine=engine, callbacks=(trampolines, callback_errors),
+                            feeds=(infeed, outfeed),
+                            parameter_shapes=parameter_shapes,
+                            result_shape=result_shape, result_leaves=result_leaves, stages=stages,
+                            num_replicas=num_replicas, dynamic_strides=dynamic_strides,
+                            strided_variant=None if dynamic_strides else _variant_factory(
+                                text, pipeline, num_replicas, name),
+                            compile_stats=stats, pass_stages=per_pass)
+    executable.pipeline = pipeline  # export recompiles with it (runtime/export.py)
+    return executable
 
 
 def _custom_call_records(module: ir.Module) -> list[dict[str, str]]:

@@ -97,6 +97,41 @@ def c_identifier(name: str) -> str:
     return ident
 
 
+_ASYNC_RUNTIME = "mlirAsyncRuntime"
+_ASYNC_PASS = re.compile(r"async-parallel-for(\{[^}]*\})?|async-to-async-runtime|"
+                         r"async-runtime-ref-counting-opt|async-runtime-ref-counting|convert-async-to-llvm")
+
+
+def _without_async(spec: Any) -> Any:
+    """A pass spec with the async passes taken out (scf.parallel then lowers to loops)."""
+    if not isinstance(spec, str):
+        return spec
+    text = re.sub(r",{2,}", ",", _ASYNC_PASS.sub("", spec))
+    text = re.sub(r"\(,", "(", re.sub(r",\)", ")", text)).strip(",")
+    return text or None
+
+
+def _sequential_llvm_text(exe: Any) -> str:
+    """The library links libc and libm only, not MLIR's async runtime, which the JIT uses to
+    run parallel loops on a thread pool: compile the program again with its parallel loops
+    sequential (the same pipeline without the async passes)."""
+    from ..lowering.pipeline import Pipeline
+    from .compiler import compile_mlir
+
+    if "hlo" not in exe.stages:
+        raise CompileError("export: the program runs loops on the async runtime and has no 'hlo' "
+                           "stage to compile again without it", "export")
+    pipeline = getattr(exe, "pipeline", None) or Pipeline.default()
+    sequential = Pipeline([(stage, [s for s in map(_without_async, pipeline.passes(stage)) if s])
+                           for stage in pipeline.stage_names])
+    again = compile_mlir(exe.stages["hlo"], sequential, name=exe.name)
+    text = list(again.stages.values())[-1]
+    if _ASYNC_RUNTIME in text:
+        raise CompileError("export: the program still calls the async runtime after its async "
+                           "passes were removed from the pipeline", "export")
+    return text
+
+
 def header_path(path: str | os.PathLike[str]) -> Path:
     """The header written beside the library: same directory and stem, `.h`."""
     return Path(path).with_suffix(".h")
@@ -127,6 +162,8 @@ def export_executable(exe: Any, path: str | os.PathLike[str], *, cpu: str = HOST
         raise CompileError("export: the executable has no pipeline stages", "export")
     # The last stage is what the JIT compiled (a custom pipeline may rename or add stages).
     llvm_text = stages[-1]
+    if _ASYNC_RUNTIME in llvm_text:
+        llvm_text = _sequential_llvm_text(exe)
     triple = _target_triple()
     cpu_note = f"{cpu} = {_host_cpu()}" if cpu == HOST_CPU else cpu
     library.parent.mkdir(parents=True, exist_ok=True)

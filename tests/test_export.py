@@ -144,6 +144,18 @@ def test_axpy_runs_from_c_without_python_or_mlir(tmp_path: Path, record_property
 
 
 @needs_cc
+def test_parallel_loops_are_exported_sequential(tmp_path: Path) -> None:
+    """The JIT runs a large elementwise op on the async runtime's thread pool; the library,
+    which links libc and libm only, gets the same program with sequential loops."""
+    n = 1 << 18
+    assert "mlirAsyncRuntime" in xm.compile(_axpy(n)).stages["llvm"]
+    library = _check_against_jit(_axpy(n), _axpy_inputs(n), tmp_path)
+    if shutil.which("ldd"):
+        ldd = subprocess.run(["ldd", str(library)], capture_output=True, text=True).stdout
+        assert "libmlir" not in ldd.lower(), ldd
+
+
+@needs_cc
 def test_matmul(tmp_path: Path) -> None:
     b = xm.XlaBuilder("matmul")
     x = b.parameter(0, xm.Shape.array(F32, (6, 5)))
