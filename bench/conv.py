@@ -77,7 +77,7 @@ def conv3x3(batch: int = 8, padding: str = "SAME", rounds: int = 7) -> Measureme
 
 
 def workloads() -> list[Workload]:
-    """The issue's convolution row for bench/suite.py (same name as its own definition)."""
+    """The issue's convolution row, for bench/suite.py."""
     return [Workload("conv 3x3 NHWC [8,56,56,64]x[3,3,64,64] SAME", conv3x3, 18.8e-3)]
 
 

@@ -90,7 +90,7 @@ def dense(m: int, k: int, n: int, relu: bool, rounds: int = 15) -> Measurement:
 
 
 def workloads() -> list[Workload]:
-    """The issue's matmul rows for bench/suite.py (same names as its own definitions)."""
+    """The issue's matmul rows, for bench/suite.py."""
     return [
         Workload("matmul f32 1024^3", lambda: dense(1024, 1024, 1024, False), 19e-3),
         Workload("relu(x@W+b) 256x1024x1024", lambda: dense(256, 1024, 1024, True, rounds=41), 3.6e-3),

@@ -3,8 +3,7 @@ with targets, throughput and compile time, measured in one run.
 
 Each workload checks its result against numpy before timing. Prints one table
 and writes `bench/results.json`. Matmul, relu(x@W+b) and convolution come from
-`workloads()` in bench/dot.py and bench/conv.py when those define it (their
-owners tune them), else from the definitions here. Run with `make bench` or
+`workloads()` in bench/dot.py and bench/conv.py. Run with `make bench` or
 `python bench/suite.py [name-substring ...]` from the repository root.
 """
 
@@ -130,59 +129,6 @@ def softmax(n: int = 1024) -> Measurement:
         jax_s=jax_s, compile_s=compile_s, work=2 * 4 * n * n, unit="GB/s")
 
 
-def _dense(m: int, k: int, n: int, relu: bool) -> Measurement:
-    b = xm.XlaBuilder("relu_dense" if relu else "matmul")
-    x = b.parameter(0, xm.Shape.array(F32, (m, k)))
-    w = b.parameter(1, xm.Shape.array(F32, (k, n)))
-    args_shapes = [(m, k), (k, n)]
-    y = b.dot(x, w)
-    if relu:
-        bias = b.parameter(2, xm.Shape.array(F32, (n,)))
-        args_shapes.append((n,))
-        y = b.max(b.add(y, b.broadcast_in_dim(bias, (m, n), [1])), b.constant(np.float32(0)))
-    exe, compile_s = _compile(b)
-    rng = np.random.default_rng(3)
-    args = tuple(rng.standard_normal(s, dtype=np.float32) for s in args_shapes)
-
-    def reference(*a: Any, np: Any = np) -> Any:
-        out = a[0] @ a[1]
-        return np.maximum(out + a[2], 0) if relu else out
-
-    expected = reference(*(a.astype(np.float64) for a in args))
-    tol = dict(rtol=1e-4, atol=1e-3 * np.sqrt(k / 64))
-    np.testing.assert_allclose(exe(*args), expected, **tol)
-    jax_s = _jax_time(lambda *a: reference(*a, np=jnp), args, expected, 9, **tol) if jax else None
-    return Measurement(
-        ours_s=median_time(lambda: exe(*args), 9), numpy_s=median_time(lambda: reference(*args), 9),
-        jax_s=jax_s, compile_s=compile_s, work=2 * m * k * n, unit="GFLOP/s")
-
-
-def conv3x3(batch: int = 8) -> Measurement:
-    import conv
-
-    shape, kernel = (batch, 56, 56, 64), (3, 3, 64, 64)
-    b = xm.XlaBuilder("conv3x3")
-    b.conv_general_dilated(b.parameter(0, xm.Shape.array(F32, shape)),
-                           b.parameter(1, xm.Shape.array(F32, kernel)), (1, 1), "SAME",
-                           dimension_numbers=("NHWC", "HWIO", "NHWC"))
-    exe, compile_s = _compile(b)
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal(shape, dtype=np.float32)
-    k = rng.standard_normal(kernel, dtype=np.float32)
-    expected = conv.numpy_conv(x.astype(np.float64), k.astype(np.float64), "SAME")
-    np.testing.assert_allclose(exe(x, k), expected, rtol=1e-4, atol=1e-3)
-    jax_s = None
-    if jax is not None:
-        def jax_conv(x: Any, k: Any) -> Any:
-            return jax.lax.conv_general_dilated(x, k, (1, 1), "SAME",
-                                                dimension_numbers=("NHWC", "HWIO", "NHWC"))
-        jax_s = _jax_time(jax_conv, (x, k), expected, 5, 1e-4, 1e-3)
-    return Measurement(
-        ours_s=median_time(lambda: exe(x, k), 5),
-        numpy_s=median_time(lambda: conv.numpy_conv(x, k, "SAME"), 5),
-        jax_s=jax_s, compile_s=compile_s, work=2 * expected.size * 9 * 64, unit="GFLOP/s")
-
-
 def while_loop(trips: int = 1000, n: int = 16) -> Measurement:
     b = xm.XlaBuilder("while")
     x = b.parameter(0, xm.Shape.array(F32, (n,)))
@@ -261,36 +207,23 @@ def max_pool() -> Measurement:
                        jax_s=None, compile_s=compile_s, work=xv.nbytes * 5 // 4, unit="GB/s")
 
 
-def own_workloads() -> list[Workload]:
+def all_workloads() -> list[Workload]:
+    """The issue's rows, in its order; matmul, relu(x@W+b) and conv are bench/dot.py's and
+    bench/conv.py's `workloads()` (their owners tune them)."""
+    import conv
+    import dot
+
     return [
         Workload("axpy f32[4M]", axpy, 2.7e-3),
         Workload("tanh(x*y+z)*0.5+exp(-x) f32[4M]", tanh_chain, 4.0e-3),
         Workload("row sum f32[2048,2048]", row_sum, 0.47e-3),
         Workload("softmax f32[1024,1024] last axis", softmax, 0.75e-3),
-        Workload("matmul f32 1024^3", lambda: _dense(1024, 1024, 1024, False), 19e-3),
-        Workload("relu(x@W+b) 256x1024x1024", lambda: _dense(256, 1024, 1024, True), 3.6e-3),
-        Workload("conv 3x3 NHWC [8,56,56,64]x[3,3,64,64] SAME", conv3x3, 18.8e-3),
+        *dot.workloads(),
+        *conv.workloads(),
         Workload("while 1000 x (x*0.999+0.001) f32[16]", while_loop, 18e-6),
         Workload("scalar add, numpy in/out, per call", scalar_add, 5e-6),
         Workload("max-pool 2x2/2 f32[8,112,112,64]", max_pool, None),
     ]
-
-
-def all_workloads() -> list[Workload]:
-    """Ours, with matmul/relu/conv replaced by bench/dot.py and bench/conv.py's `workloads()`."""
-    workloads = own_workloads()
-    for module_name in ("dot", "conv"):
-        module = __import__(module_name)
-        if not hasattr(module, "workloads"):
-            continue
-        for theirs in module.workloads():
-            for i, ours in enumerate(workloads):
-                if ours.name == theirs.name:
-                    workloads[i] = theirs
-                    break
-            else:
-                workloads.append(theirs)
-    return workloads
 
 
 def _fmt_time(s: float | None) -> str:
