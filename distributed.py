@@ -31,7 +31,14 @@ from typing import Any
 import numpy as np
 
 from .dialect.errors import ArgumentError
-from .runtime.replicas import COLLECTIVE_TIMEOUT, CollectiveError, ReplicaContext
+from .runtime.replicas import (
+    COLLECTIVE_TIMEOUT,
+    CollectiveAborted,
+    CollectiveError,
+    ReplicaContext,
+    locate,
+    located,
+)
 
 _PERMUTE_TAG = 7177
 _state: dict[str, Any] = {}
@@ -153,7 +160,7 @@ class MpiCommunicator:
         """Send `sends[rank]` (bytes) to each rank and receive `receives[rank]` bytes from
         each, in one Ialltoallv of every rank of the communicator."""
         if self.aborted is not None:
-            raise CollectiveError(f"rank {self.comm.Get_rank()}: collective ({key}) not run: "
+            raise CollectiveAborted(f"rank {self.comm.Get_rank()}: collective ({key}) not run: "
                                   f"{self.aborted}")
         MPI = _mpi()
         size = self.comm.Get_size()
@@ -172,14 +179,14 @@ class MpiCommunicator:
 
     def gather(self, key: str, groups: list[list[int]], me: int,
                arrays: list[np.ndarray]) -> list[list[np.ndarray]]:
-        group = _group(groups, me)
+        group = located(groups, me)[0]
         mine = _pack(arrays)
         got = self._exchange(key, {m: mine for m in group}, {m: mine.size for m in group})
         return [_unpack(got[m], arrays) for m in group]
 
     def exchange_blocks(self, key: str, groups: list[list[int]], me: int,
                         blocks: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
-        group = _group(groups, me)
+        group = located(groups, me)[0]
         packed = [_pack(b) for b in blocks]
         got = self._exchange(key, dict(zip(group, packed)), {m: packed[0].size for m in group})
         return [_unpack(got[m], blocks[0]) for m in group]
@@ -193,20 +200,14 @@ class MpiCommunicator:
 
     def broadcast(self, key: str, groups: list[list[int]], me: int,
                   array: np.ndarray) -> np.ndarray | None:
-        group = next((g for g in groups if me in g), None)
-        if group is None:  # still part of the exchange of the whole communicator
+        mine = locate(groups, me)
+        if mine is None:  # still part of the exchange of the whole communicator
             self._exchange(key, {}, {})
             return None
+        group = mine[0]
         sends = {m: _bytes(array) for m in group} if group[0] == me else {}
         got = self._exchange(key, sends, {group[0]: array.nbytes})
         return _unpack(got[group[0]], [array])[0]
-
-
-def _group(groups: list[list[int]], me: int) -> list[int]:
-    for g in groups:
-        if me in g:
-            return list(g)
-    raise CollectiveError(f"rank {me} is in none of the replica groups {groups}")
 
 
 def _pack(arrays: Sequence[np.ndarray]) -> np.ndarray:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..dialect.errors import ShapeError
-from ..dialect.ops_collective import format_replica_groups
+from ..dialect.ops_collective import format_replica_groups, require_arrays
 from ..dialect.shapes import Shape
 from .builder import XlaBuilder
 from .methods_reduce import _results, _traced
@@ -91,15 +91,6 @@ def _arity(computation: Any) -> int | None:
     return len(params)
 
 
-def _checked_arrays(op: str, ops: list[XlaOp]) -> None:
-    """Checked before the computation is traced with the operands' element types."""
-    if not ops:
-        raise ShapeError(op, [], "needs at least one operand")
-    for o in ops:
-        if not o.shape.is_array():
-            raise ShapeError(op, [o.shape for o in ops], f"operands must be arrays, got {o.shape}")
-
-
 def replica_id(self: XlaBuilder) -> XlaOp:
     """This replica's id: u32 in [0, num_replicas) (spec#replica_id)."""
     return self._emit("replica_id", [], {})
@@ -117,7 +108,7 @@ def all_reduce(self: XlaBuilder, operand: Any, computation: Any, replica_groups:
     op = "all_reduce"
     ops, as_tuple = _leaves(self, op, operand)
     groups, channel = _groups(op, replica_groups), _channel(op, channel_id)
-    _checked_arrays(op, ops)
+    require_arrays(op, [o.shape for o in ops], allow_many=True)
     comp = _traced(self, op, computation, _reducer_params(ops, computation))
     emitted = self._emit(op, [ops], {"computation": comp, "replica_groups": groups,
                                      "channel_id": channel})
@@ -128,7 +119,7 @@ def cross_replica_sum(self: XlaBuilder, operand: Any, replica_groups: Any = None
     """all_reduce with addition (spec#crossreplicasum); a tuple's elements are summed each
     on its own, whatever their shapes and types."""
     ops, as_tuple = _leaves(self, "cross_replica_sum", operand)
-    _checked_arrays("cross_replica_sum", ops)
+    require_arrays("cross_replica_sum", [o.shape for o in ops], allow_many=True)
     sums = [all_reduce(self, o, lambda a, c: a.builder.add(a, c), replica_groups) for o in ops]
     return self.tuple(sums) if as_tuple else sums[0]
 
@@ -143,7 +134,7 @@ def reduce_scatter(self: XlaBuilder, operand: Any, computation: Any, scatter_dim
     attrs = {"scatter_dimension": _int(op, scatter_dimension, "scatter_dimension"),
              "shard_count": _int(op, shard_count, "shard_count"),
              "replica_groups": _groups(op, replica_groups), "channel_id": _channel(op, channel_id)}
-    _checked_arrays(op, ops)
+    require_arrays(op, [o.shape for o in ops], allow_many=True)
     attrs["computation"] = _traced(self, op, computation, _reducer_params(ops, computation))
     return _results(self, self._emit(op, [ops], attrs), as_tuple)
 

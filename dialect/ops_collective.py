@@ -78,7 +78,9 @@ def _channel(op: str, shapes: Sequence[Shape], channel_id: int) -> None:
         raise ShapeError(op, shapes, f"channel_id must be positive (0: none), got {channel_id}")
 
 
-def _arrays(op: str, shapes: Sequence[Shape], allow_many: bool = False) -> None:
+def require_arrays(op: str, shapes: Sequence[Shape], allow_many: bool = False) -> None:
+    """One array operand (or, with `allow_many`, one or more); the builder checks this too,
+    before tracing a computation with the operands' element types."""
     if not shapes:
         raise ShapeError(op, [], "needs at least one operand")
     if len(shapes) > 1 and not allow_many:
@@ -132,7 +134,7 @@ def infer_partition_id() -> Shape:
 def infer_all_reduce(operands: tuple[Shape, ...], *, computation: ProgramShape, replica_groups: str,
                      channel_id: int) -> Shape:
     op = "all_reduce"
-    _arrays(op, operands, allow_many=True)
+    require_arrays(op, operands, allow_many=True)
     check_groups(op, operands, replica_groups)
     _channel(op, operands, channel_id)
     _reducer(op, operands, computation)
@@ -143,7 +145,7 @@ def infer_reduce_scatter(operands: tuple[Shape, ...], *, computation: ProgramSha
                          scatter_dimension: int, shard_count: int, replica_groups: str,
                          channel_id: int) -> Shape:
     op = "reduce_scatter"
-    _arrays(op, operands, allow_many=True)
+    require_arrays(op, operands, allow_many=True)
     if shard_count < 1:
         raise ShapeError(op, operands, f"shard_count must be >= 1, got {shard_count}")
     check_groups(op, operands, replica_groups, shard_count)
@@ -165,7 +167,7 @@ def infer_reduce_scatter(operands: tuple[Shape, ...], *, computation: ProgramSha
 def infer_all_gather(operand: Shape, *, all_gather_dim: int, shard_count: int, replica_groups: str,
                      channel_id: int) -> Shape:
     op = "all_gather"
-    _arrays(op, [operand])
+    require_arrays(op, [operand])
     if shard_count < 1:
         raise ShapeError(op, [operand], f"shard_count must be >= 1, got {shard_count}")
     check_groups(op, [operand], replica_groups, shard_count)
@@ -179,7 +181,7 @@ def infer_all_gather(operand: Shape, *, all_gather_dim: int, shard_count: int, r
 def infer_all_to_all(operand: Shape, *, split_dimension: int, concat_dimension: int, split_count: int,
                      replica_groups: str, channel_id: int) -> Shape:
     op = "all_to_all"
-    _arrays(op, [operand])
+    require_arrays(op, [operand])
     if split_count < 1:
         raise ShapeError(op, [operand], f"split_count must be >= 1, got {split_count}")
     check_groups(op, [operand], replica_groups, split_count, "split_count")
@@ -199,7 +201,7 @@ def infer_all_to_all(operand: Shape, *, split_dimension: int, concat_dimension: 
 def infer_collective_permute(operand: Shape, *, source_target_pairs: tuple[tuple[int, int], ...],
                              channel_id: int) -> Shape:
     op = "collective_permute"
-    _arrays(op, [operand])
+    require_arrays(op, [operand])
     _channel(op, [operand], channel_id)
     sources: set[int] = set()
     targets: set[int] = set()
@@ -217,7 +219,7 @@ def infer_collective_permute(operand: Shape, *, source_target_pairs: tuple[tuple
 
 def infer_collective_broadcast(operand: Shape, *, replica_groups: str, channel_id: int) -> Shape:
     op = "collective_broadcast"
-    _arrays(op, [operand])
+    require_arrays(op, [operand])
     check_groups(op, [operand], replica_groups)
     _channel(op, [operand], channel_id)
     return operand.with_default_layout()
@@ -226,6 +228,8 @@ def infer_collective_broadcast(operand: Shape, *, replica_groups: str, channel_i
 # Which attribute sizes each op's groups (None: any size).
 GROUP_SIZE_ATTR = {"all_gather": "shard_count", "reduce_scatter": "shard_count",
                    "all_to_all": "split_count", "all_reduce": None, "collective_broadcast": None}
+# The ops `check_replica_groups` checks against the replica count.
+GROUPED_OPS = frozenset(GROUP_SIZE_ATTR) | {"collective_permute"}
 
 
 def check_replica_groups(op: str, attrs: dict[str, object], num_replicas: int) -> None:

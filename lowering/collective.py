@@ -27,7 +27,7 @@ from mlir.dialects import tensor
 from ..dialect.ops_collective import parse_replica_groups
 from ..dialect.shapes import PrimitiveType, Shape
 from .computations import current_library
-from .custom import CUSTOM_CALLS_ATTR, _module_of, runtime_call
+from .custom import _module_of, call_sites, runtime_call
 from .framework import OpView, lowers, shape_of
 from .reduce import _linalg_reduce
 
@@ -43,9 +43,7 @@ def _num_replicas(v: OpView) -> int:
 
 
 def _opaque(v: OpView, kind: str, **fields: Any) -> str:
-    module = _module_of(v.op.operation)
-    site = len(ir.ArrayAttr(module.attributes[CUSTOM_CALLS_ATTR])) \
-        if CUSTOM_CALLS_ATTR in module.attributes else 0
+    site = len(call_sites(_module_of(v.op.operation)))  # the runtime call about to be declared
     channel = v.attrs.get("channel_id", 0)
     key = f"channel {channel}" if channel else f"site {site}"
     return json.dumps({"kind": kind, "key": key, **fields}, separators=(",", ":"))

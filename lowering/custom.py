@@ -26,9 +26,15 @@ def _module_of(op: ir.Operation) -> ir.Operation:
     return op
 
 
+def call_sites(module: ir.Operation) -> list[ir.Attribute]:
+    """The records of the runtime-bound call sites declared so far (site n is symbol
+    `xlamlir_custom_<n>`)."""
+    return list(module.attributes[CUSTOM_CALLS_ATTR]) if CUSTOM_CALLS_ATTR in module.attributes else []
+
+
 def _declare(module: ir.Operation, types: list[ir.Type], record: dict[str, str]) -> str:
     body = module.regions[0].blocks[0]
-    existing = list(module.attributes[CUSTOM_CALLS_ATTR]) if CUSTOM_CALLS_ATTR in module.attributes else []
+    existing = call_sites(module)
     symbol = f"xlamlir_custom_{len(existing)}"
     with ir.InsertionPoint.at_block_begin(body), ir.Location.unknown():
         decl = func.FuncOp(symbol, ir.FunctionType.get(types, []), visibility="private")

@@ -48,6 +48,10 @@ class CollectiveError(XlaError, RuntimeError):
     with a replica count its runtime does not provide."""
 
 
+class CollectiveAborted(CollectiveError):
+    """A collective given up because another replica failed first (not the root cause)."""
+
+
 def locate(groups: Sequence[Sequence[int]], me: int) -> tuple[list[int], int] | None:
     """The caller's group and its position in it, or None when it is in none."""
     for group in groups:
@@ -126,7 +130,7 @@ class ThreadCommunicator:
         me = group[position]
         with self._cond:
             if self.aborted is not None:
-                raise CollectiveError(f"replica {me}: collective ({key}) not run: {self.aborted}")
+                raise CollectiveAborted(f"replica {me}: collective ({key}) not run: {self.aborted}")
             site = (key, tuple(group))
             count = self._counts.get(site + (me,), 0)
             self._counts[site + (me,)] = count + 1
@@ -148,7 +152,7 @@ class ThreadCommunicator:
                     raise CollectiveError(reason)
                 self._cond.wait(remaining)
             if slot.arrived < len(group):
-                raise CollectiveError(f"replica {me}: collective ({key}) aborted: {self.aborted}")
+                raise CollectiveAborted(f"replica {me}: collective ({key}) aborted: {self.aborted}")
             values = list(slot.values)
             slot.taken += 1
             if slot.taken == len(group):
@@ -157,12 +161,12 @@ class ThreadCommunicator:
 
     def gather(self, key: str, groups: list[list[int]], me: int,
                arrays: list[np.ndarray]) -> list[list[np.ndarray]]:
-        group, position = _located(groups, me)
+        group, position = located(groups, me)
         return self._exchange(key, group, position, [np.array(a) for a in arrays])
 
     def exchange_blocks(self, key: str, groups: list[list[int]], me: int,
                         blocks: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
-        group, position = _located(groups, me)
+        group, position = located(groups, me)
         sent = self._exchange(key, group, position, [[np.array(a) for a in b] for b in blocks])
         return [member[position] for member in sent]
 
@@ -182,7 +186,8 @@ class ThreadCommunicator:
         return self._exchange(key, group, position, np.array(array) if position == 0 else 0)[0]
 
 
-def _located(groups: list[list[int]], me: int) -> tuple[list[int], int]:
+def located(groups: list[list[int]], me: int) -> tuple[list[int], int]:
+    """`locate`, for the collectives every replica must be part of."""
     mine = locate(groups, me)
     if mine is None:
         raise CollectiveError(f"replica {me} is in none of the replica groups {groups}")
@@ -260,6 +265,13 @@ def _blocks(array: np.ndarray, count: int, axis: int) -> list[np.ndarray]:
     return [np.take(array, range(i * size, (i + 1) * size), axis=axis) for i in range(count)]
 
 
+def _stack(outs: list[np.ndarray], members: list[list[np.ndarray]]) -> None:
+    """Output leaf i, dimension 0 member m: member m's leaf i (the compiled code reduces)."""
+    for i, out in enumerate(outs):
+        for m, arrays in enumerate(members):
+            out[m] = arrays[i]
+
+
 def collective_builtins(num_replicas: int) -> dict[str, Callable[..., None]]:
     """The builtin custom-call targets of the collectives, for a program of `num_replicas`."""
 
@@ -285,20 +297,14 @@ def collective_builtins(num_replicas: int) -> dict[str, Callable[..., None]]:
 
     def gather(ctx: ReplicaContext, spec: dict[str, Any], groups: list[list[int]],
                ins: list[np.ndarray], outs: list[np.ndarray]) -> None:
-        members = ctx.communicator.gather(spec["key"], groups, ctx.replica_id, ins)
-        for i, out in enumerate(outs):
-            for m, arrays in enumerate(members):
-                out[m] = arrays[i]
+        _stack(outs, ctx.communicator.gather(spec["key"], groups, ctx.replica_id, ins))
 
     def scatter_blocks(ctx: ReplicaContext, spec: dict[str, Any], groups: list[list[int]],
                        ins: list[np.ndarray], outs: list[np.ndarray]) -> None:
         count = len(groups[0])
         split = [_blocks(a, count, spec["dimension"]) for a in ins]
         blocks = [[leaf[m] for leaf in split] for m in range(count)]
-        received = ctx.communicator.exchange_blocks(spec["key"], groups, ctx.replica_id, blocks)
-        for i, out in enumerate(outs):
-            for m, arrays in enumerate(received):
-                out[m] = arrays[i]
+        _stack(outs, ctx.communicator.exchange_blocks(spec["key"], groups, ctx.replica_id, blocks))
 
     def all_gather(ctx: ReplicaContext, spec: dict[str, Any], groups: list[list[int]],
                    ins: list[np.ndarray], outs: list[np.ndarray]) -> None:
@@ -381,8 +387,7 @@ def execute_replicated(self: Any, per_replica_args: Sequence[Sequence[Any]],
     failed = [(r, e) for r, e in enumerate(errors) if e is not None]
     if failed:
         # The root cause, not the replicas that only saw the abort.
-        first = next(((r, e) for r, e in failed if not isinstance(e, CollectiveError)
-                      or "aborted" not in str(e) and "not run" not in str(e)), failed[0])
+        first = next(((r, e) for r, e in failed if not isinstance(e, CollectiveAborted)), failed[0])
         replica, error = first
         error.add_note(f"raised by replica {replica} of {n}")
         raise error
@@ -397,7 +402,7 @@ def check_collectives(module: Any, num_replicas: int) -> None:
     from mlir import ir
 
     from ..dialect.attributes import attribute_values
-    from ..dialect.ops_collective import check_replica_groups
+    from ..dialect.ops_collective import GROUPED_OPS, check_replica_groups
     from ..dialect.registry import DIALECT, lookup
     from ..lowering.collective import NUM_REPLICAS_ATTR
 
@@ -405,10 +410,9 @@ def check_collectives(module: Any, num_replicas: int) -> None:
         for region in op.regions:
             for block in region.blocks:
                 for inner in block.operations:
-                    name = inner.operation.name
-                    if name.startswith(DIALECT + ".") and lookup(name).name in GROUPED_OPS:
-                        opdef = lookup(name)
-                        check_replica_groups(opdef.name, attribute_values(opdef, inner.operation),
+                    name = inner.operation.name.removeprefix(DIALECT + ".")
+                    if name in GROUPED_OPS:
+                        check_replica_groups(name, attribute_values(lookup(name), inner.operation),
                                              num_replicas)
                     visit(inner.operation)
 
@@ -417,6 +421,3 @@ def check_collectives(module: Any, num_replicas: int) -> None:
         module.operation.attributes[NUM_REPLICAS_ATTR] = ir.IntegerAttr.get(
             ir.IntegerType.get_signless(64), num_replicas)
 
-
-GROUPED_OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather", "all_to_all",
-                         "collective_permute", "collective_broadcast"})
