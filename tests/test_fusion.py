@@ -9,25 +9,12 @@ import re
 
 import numpy as np
 import pytest
+from test_vectorization import f32, softmax  # the same softmax the vectorization tests build
 
 import xlamlir as xm
 from xlamlir.lowering.fusion import duplicate_cheap_producers
 
 F32 = xm.F32
-
-
-def f32(*dims: int) -> xm.Shape:
-    return xm.Shape.array(F32, dims)
-
-
-def softmax(rows: int, cols: int) -> xm.Executable:
-    b = xm.XlaBuilder("softmax")
-    x = b.parameter(0, f32(rows, cols))
-    m = b.reduce(x, b.constant(np.float32(-np.inf)), lambda a, v: a.builder.max(a, v), [1])
-    e = b.exp(b.sub(x, b.broadcast_in_dim(m, (rows, cols), [0])))
-    s = b.reduce(e, b.constant(np.float32(0)), lambda a, v: a + v, [1])
-    b.div(e, b.broadcast_in_dim(s, (rows, cols), [0]))
-    return xm.compile(b.build())
 
 
 def reference_softmax(x: np.ndarray) -> np.ndarray:
