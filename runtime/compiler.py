@@ -21,7 +21,7 @@ from mlir.execution_engine import ExecutionEngine
 from ..dialect.errors import CompileError, ShapeError
 from ..dialect.irdl import new_context
 from ..dialect.verify import program_shape_of, verify_module
-from ..lowering.boundary import DYNAMIC_STRIDES_ATTR, result_leaf_shapes
+from ..lowering.boundary import DYNAMIC_STRIDES_ATTR, entry_result_shape, result_leaf_shapes
 from ..lowering.custom import CUSTOM_CALLS_ATTR
 from ..lowering.pipeline import Pipeline
 from .custom_calls import bind_custom_calls
@@ -122,6 +122,8 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         verify_module(module)
         check_collectives(module, num_replicas)
         parameter_shapes, result_shape = program_shape_of(module)
+        # A returned parameter keeps its layout, also as a tuple leaf (the type has no room).
+        result_shape = entry_result_shape(module, result_shape)
         if dynamic_strides:
             module.operation.attributes[DYNAMIC_STRIDES_ATTR] = ir.UnitAttr.get()
         parsed = time.perf_counter()
