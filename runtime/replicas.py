@@ -11,7 +11,7 @@ replica (`current_replica`) and move the data with its communicator:
 - `distributed.MpiCommunicator`: one replica per MPI rank.
 
 Bounded waits: a replica waits at most `timeout` seconds (default
-`COLLECTIVE_TIMEOUT`, or `XLAMLIR_COLLECTIVE_TIMEOUT` in the environment) for
+`collective_timeout()`: `COLLECTIVE_TIMEOUT` or `XLAMLIR_COLLECTIVE_TIMEOUT`) for
 the rest of its group. When a wait times out or a replica raises, the
 communicator is aborted: every replica still waiting, and every later
 collective, fails at once with `CollectiveError`, so no replica hangs. (A
@@ -39,7 +39,26 @@ import numpy as np
 
 from ..dialect.errors import ArgumentError, XlaError
 
-COLLECTIVE_TIMEOUT = float(os.environ.get("XLAMLIR_COLLECTIVE_TIMEOUT", "60"))
+# Seconds a collective waits for its peers. None: XLAMLIR_COLLECTIVE_TIMEOUT as the environment
+# holds it when the replicas start (default 60). Both are read then, not at import, so setting
+# either after `import xlamlir` takes effect on the next run.
+COLLECTIVE_TIMEOUT: float | None = None
+
+
+def collective_timeout() -> float:
+    """The default wait: `COLLECTIVE_TIMEOUT` if set, else `XLAMLIR_COLLECTIVE_TIMEOUT`, else 60 s."""
+    if COLLECTIVE_TIMEOUT is not None:
+        return float(COLLECTIVE_TIMEOUT)
+    text = os.environ.get("XLAMLIR_COLLECTIVE_TIMEOUT", "").strip()
+    if not text:
+        return 60.0
+    try:
+        return float(text)
+    except ValueError:
+        raise ArgumentError(f"XLAMLIR_COLLECTIVE_TIMEOUT must be a number of seconds, got "
+                            f"{text!r}") from None
+
+
 TARGET_PREFIX = "xlamlir.collective."
 
 
@@ -113,7 +132,7 @@ class ThreadCommunicator:
 
     def __init__(self, num_replicas: int, timeout: float | None = None) -> None:
         self.num_replicas = num_replicas
-        self.timeout = COLLECTIVE_TIMEOUT if timeout is None else float(timeout)
+        self.timeout = collective_timeout() if timeout is None else float(timeout)
         self._cond = threading.Condition()
         self._slots: dict[tuple[Any, ...], _Slot] = {}
         self._counts: dict[tuple[Any, ...], int] = {}
@@ -343,7 +362,7 @@ def execute_replicated(self: Any, per_replica_args: Sequence[Sequence[Any]],
                        timeout: float | None = None) -> list[Any]:
     """Run the executable's `num_replicas` replicas concurrently, one thread each, replica i
     on `per_replica_args[i]`; the results, one per replica. A collective waits at most
-    `timeout` seconds (default `COLLECTIVE_TIMEOUT`) for its peers; if any replica fails,
+    `timeout` seconds (default `collective_timeout()`) for its peers; if any replica fails,
     every replica stops waiting and the first replica's error is raised."""
     n = self.num_replicas
     if isinstance(per_replica_args, (str, bytes, np.ndarray)) or not isinstance(
