@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
 from typing import Any
 
 from mlir import ir
@@ -91,19 +91,27 @@ def _host_has_avx512() -> bool:
     return False
 
 
-# LLVM CPU names (`llc -mcpu`) by vector width; "host" reads /proc/cpuinfo. AMD's
-# Zen 4 has AVX-512 on 256-bit units, but its zmm FMAs still double the throughput per
-# instruction over ymm, so it takes the wide tile too.
-AVX512_CPUS = (
-    "x86-64-v4", "skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client",
-    "icelake-server", "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids",
-    "graniterapids", "graniterapids-d", "znver4", "znver5",
-)
-AVX2_CPUS = (
-    "x86-64", "x86-64-v2", "x86-64-v3", "haswell", "broadwell", "skylake", "alderlake",
-    "raptorlake", "meteorlake", "arrowlake", "lunarlake", "gracemont", "znver1", "znver2",
-    "znver3", "generic",
-)
+# LLVM's x86 CPU names (`llc -mcpu=help`, LLVM 21) by whether LLVM gives them 512-bit
+# registers (found by compiling a <16 x float> add for each and looking for zmm); "host"
+# reads /proc/cpuinfo instead. AMD's Zen 4 runs AVX-512 on 256-bit units, but a zmm
+# FMA still does the work of two ymm ones per instruction, so it takes the wide tile.
+AVX512_CPUS = tuple("""
+    x86-64-v4 skylake-avx512 skylake_avx512 skx cascadelake cooperlake cannonlake icelake-client
+    icelake_client icelake-server icelake_server tigerlake rocketlake sapphirerapids emeraldrapids
+    graniterapids graniterapids-d graniterapids_d diamondrapids novalake knl knm mic_avx512
+    znver4 znver5""".split())
+# The rest: AVX2/AVX (16-wide vectors in two ymm), and SSE-only ones (LLVM splits them
+# into four xmm: correct, not tuned).
+OTHER_CPUS = tuple("""
+    x86-64-v3 x86-64-v2 x86-64 generic haswell broadwell skylake alderlake raptorlake meteorlake
+    arrowlake arrowlake-s arrowlake_s lunarlake pantherlake wildcatlake gracemont sierraforest
+    grandridge clearwaterforest sandybridge ivybridge core-avx-i core-avx2 corei7-avx
+    core_2nd_gen_avx core_3rd_gen_avx core_4th_gen_avx core_4th_gen_avx_tsx core_5th_gen_avx
+    core_5th_gen_avx_tsx znver1 znver2 znver3 bdver1 bdver2 bdver3 bdver4 btver1 btver2
+    amdfam10 barcelona nehalem westmere corei7 core_i7_sse4_2 core_aes_pclmulqdq core2
+    core_2_duo_sse4_1 core_2_duo_ssse3 penryn nocona prescott yonah atom atom_sse4_2
+    atom_sse4_2_movbe bonnell silvermont slm goldmont goldmont-plus goldmont_plus tremont
+    k8 k8-sse3 opteron opteron-sse3 athlon64 athlon64-sse3 athlon-fx""".split())
 
 
 @dataclass
@@ -120,21 +128,21 @@ class Params:
 
     @classmethod
     def for_target(cls, target_cpu: str = "host") -> Params:
-        """The tiles for an LLVM CPU name: 8 x 32 (16 zmm accumulators) where AVX-512 is
-        there (`AVX512_CPUS`), else 6 x 16 (12 ymm; `AVX2_CPUS`, also right for older
-        x86-64 levels, whose 16-wide vectors LLVM splits). "host" reads /proc/cpuinfo.
-        Threads: the cores this process may run on. Unknown names raise ArgumentError."""
+        """The tiles for an LLVM CPU name: 8 x 32 (16 zmm accumulators) where it has
+        AVX-512 (`AVX512_CPUS`), else 6 x 16 (12 ymm with AVX2; `OTHER_CPUS`). "host"
+        (or "native") reads /proc/cpuinfo. Threads: the cores this process may run on.
+        A name in neither list raises ArgumentError (naming the known ones)."""
         threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        name = target_cpu.lower()
-        if name == "host":
+        name = target_cpu.strip().lower() if isinstance(target_cpu, str) else target_cpu
+        if name in ("host", "native"):
             wide = _host_has_avx512()
-        elif name in AVX512_CPUS or name in AVX2_CPUS:
+        elif name in AVX512_CPUS or name in OTHER_CPUS:
             wide = name in AVX512_CPUS
         else:
             from ..dialect.errors import ArgumentError  # lazy: this module imports nothing of ours
 
-            raise ArgumentError(f"unknown target_cpu {target_cpu!r}; known: host, "
-                                + ", ".join(AVX512_CPUS + AVX2_CPUS))
+            raise ArgumentError(f"unknown target_cpu {target_cpu!r}; known: host, native, "
+                                + ", ".join(AVX512_CPUS + OTHER_CPUS))
         if wide:
             return cls(threads=threads, mr=8, nr=32)  # 16 zmm accumulators of 32
         return cls(threads=threads, mr=6, nr=16)  # 12 ymm accumulators of 16
@@ -724,16 +732,24 @@ def schedule_contractions(op: Any, pass_: Any) -> None:
     _schedule(op, PARAMS)
 
 
+_schedulers: dict[tuple[int, ...], Callable[[Any, Any], None]] = {}
+
+
 def scheduler(params: Params) -> Callable[[Any, Any], None]:
     """A "tiled" stage pass with other tile sizes or thread counts, e.g.
     `Pipeline.default().replace("tiled", scheduler(Params.for_target("znver4")))` or
-    `scheduler(Params(threads=1, mr=4, nr=16))`. Keep the pipeline (the compile cache
-    knows Python passes by id())."""
+    `scheduler(Params(threads=1, mr=4, nr=16))`. Equal Params give the same pass (kept
+    for good): the compile cache knows Python passes by id(), which a dropped pass's
+    successor could otherwise reuse, hitting executables tiled for other Params."""
+    key = astuple(params)
+    if key not in _schedulers:
+        fixed = replace(params)  # later changes to `params` do not reach the pass
 
-    def schedule_contractions_with(op: Any, pass_: Any) -> None:
-        _schedule(op, params)
+        def schedule_contractions_with(op: Any, pass_: Any) -> None:
+            _schedule(op, fixed)
 
-    return schedule_contractions_with
+        _schedulers[key] = schedule_contractions_with
+    return _schedulers[key]
 
 
 def _schedule(op: Any, p: Params) -> None:

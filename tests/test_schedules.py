@@ -205,8 +205,9 @@ def test_last_script_is_the_applied_transform_script() -> None:
 @pytest.mark.parametrize("cpu, mr, nr", [
     ("x86-64-v4", 8, 32), ("skylake-avx512", 8, 32), ("sapphirerapids", 8, 32), ("znver4", 8, 32),
     ("Icelake-Server", 8, 32),
-    ("x86-64-v3", 6, 16), ("x86-64-v2", 6, 16), ("x86-64", 6, 16), ("haswell", 6, 16),
-    ("znver3", 6, 16), ("alderlake", 6, 16),
+    ("novalake", 8, 32), ("x86-64-v3", 6, 16), ("x86-64-v2", 6, 16), ("x86-64", 6, 16),
+    ("haswell", 6, 16), ("znver3", 6, 16), ("alderlake", 6, 16), ("sierraforest", 6, 16),
+    ("goldmont", 6, 16),
 ])
 def test_params_for_target_cpu(cpu: str, mr: int, nr: int) -> None:
     p = schedules.Params.for_target(cpu)
@@ -217,12 +218,26 @@ def test_params_for_target_cpu(cpu: str, mr: int, nr: int) -> None:
 def test_params_for_host_reads_the_cpu_flags(monkeypatch: pytest.MonkeyPatch, avx512: bool, nr: int) -> None:
     monkeypatch.setattr(schedules, "_host_has_avx512", lambda: avx512)
     assert schedules.Params.for_target().nr == nr
-    assert schedules.Params.for_target("host") == schedules.Params.for_host()
+    host = schedules.Params.for_host()
+    assert schedules.Params.for_target("host") == host == schedules.Params.for_target("native")
 
 
 def test_params_for_an_unknown_target_cpu_names_the_known_ones() -> None:
-    with pytest.raises(xm.ArgumentError, match="unknown target_cpu 'pentium4'; known: host, x86-64-v4"):
-        schedules.Params.for_target("pentium4")
+    known = "known: host, native, x86-64-v4, skylake-avx512"
+    with pytest.raises(xm.ArgumentError, match=f"unknown target_cpu 'skylake-avx5'; {known}"):
+        schedules.Params.for_target("skylake-avx5")
+
+
+def test_equal_params_give_the_same_scheduler_pass() -> None:
+    # The compile cache keys Python passes by id(): a pass per Params value, kept, and
+    # not changed by later changes to the Params it was made from.
+    p = schedules.Params(threads=1, mr=4, nr=8)
+    first = schedules.scheduler(p)
+    assert schedules.scheduler(schedules.Params(threads=1, mr=4, nr=8)) is first
+    assert schedules.scheduler(schedules.Params(threads=1, mr=4, nr=16)) is not first
+    p.nr = 16
+    exe = xm.compile(_matmul(96, 128, 40), xm.Pipeline.default().replace("tiled", first))
+    assert "vector<4x8xf32>" in exe.stages["tiled"] or "vector<4x1x8xf32>" in exe.stages["tiled"]
 
 
 # -- numerics ------------------------------------------------------------------------------------
