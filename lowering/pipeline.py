@@ -20,10 +20,12 @@ from ..dialect.errors import CompileError
 from .approximations import approximate_math
 from .control import loop_state_in_place
 from .destinations import split_shared_inits
+from .exact_fma import exact_fma
 from .fusion import duplicate_cheap_producers
 from .i1_memory import widen_i1_memrefs
 from .lower_pass import lower_xhlo
 from .schedules import schedule_contractions
+from .soft_float import expand_small_floats
 from .vectorize import schedule_vectorize, super_vectorize
 
 PassSpec = str | Callable[[Any, Any], None]
@@ -77,7 +79,14 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "canonicalize",
     ]),
     ("loops", [
+        # f16/bf16 math ops computed in f32 (before the polynomials, which then cover them).
+        "math-extend-to-supported-types",
         approximate_math,  # f32 exp/tanh as polynomials: LLVM would call libm lane by lane
+        # f16/bf16 arithmetic as f32 ops between extf/truncf, and those conversions in
+        # integer ops (lowering/soft_float.py): no CPU-specific conversion or f16
+        # instruction decides a result (AVX512-BF16's flushes subnormals to zero).
+        "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}",
+        expand_small_floats,
         # scf.forall -> scf.parallel -> tasks on the async runtime's thread pool. The foralls
         # have one iteration per core's share: min-task-size=1 (the default, 1000 iterations
         # per task, would run a 2-iteration forall on one thread).
@@ -92,6 +101,8 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "convert-async-to-llvm",  # calls into libmlir_async_runtime (runtime/compiler.py)
         widen_i1_memrefs,  # LLVM 22 asserts on scalar i1 loads/stores (deallocation's buffers)
         "convert-complex-to-standard",  # complex division/abs with the overflow-safe algorithms
+        # vector.fma would become llvm.intr.fmuladd, fused only where the CPU has FMA.
+        exact_fma,
         "convert-math-to-llvm",  # math ops with LLVM intrinsics (vector forms kept)
         "convert-math-to-libm",  # the rest (erf, cbrt, atan2...) call libm, element by element
         "convert-vector-to-llvm",
