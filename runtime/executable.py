@@ -103,6 +103,21 @@ class Executable:
     stage_diff = stage_diff
     _repr_html_ = executable_html
 
+    #: The CPU the code was generated for ("host" or an LLVM CPU name; runtime/targets.py).
+    target_cpu: str = "host"
+
+    def write_object(self, path: str) -> None:
+        """Write the JIT's machine code (an ELF object) to `path`, for a disassembler; needs
+        the compile to have run with XLAMLIR_KEEP_OBJECT=1 (else CompileError)."""
+        import os
+
+        from ..dialect.errors import CompileError
+
+        self._engine.dump_to_object_file(str(path))
+        if not os.path.exists(path) or os.path.getsize(path) == 0:
+            raise CompileError("write_object: no machine code kept; compile with the environment "
+                               "variable XLAMLIR_KEEP_OBJECT=1", "jit")
+
     def __repr__(self) -> str:
         params = ", ".join(map(str, self.parameter_shapes))
         return f"Executable({self.name!r}: ({params}) -> {self.result_shape})"
