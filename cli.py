@@ -2,7 +2,8 @@
 
     xlamlir export FILE.py --function NAME --output out/libfoo.so [--cpu CPU] [--symbol SYM]
     xlamlir stages FILE.py [--function build] [--stage NAME] [--after-each-pass] [--locations]
-    xlamlir run FILE.mlir --args a.npy b.npy [--output out.npy]
+    xlamlir run FILE.mlir --args a.npy b.npy [--output out.npy]   (xhlo or StableHLO)
+    xlamlir import FILE.mlir [--stage NAME]                        (StableHLO text or bytecode)
     xlamlir ops
 
 `export` imports FILE.py, calls NAME() (a function returning an XlaComputation),
@@ -141,8 +142,8 @@ def _run_stages(args: argparse.Namespace) -> int:
 
 def _add_run(subparsers: Any) -> None:
     p = subparsers.add_parser("run", help="compile and run a module given as MLIR text",
-                              description="Compile FILE.mlir (the xhlo dialect, entry @main) and "
-                              "run it on arrays loaded from .npy files.")
+                              description="Compile FILE.mlir (the xhlo dialect, or StableHLO text "
+                              "or bytecode; entry @main) and run it on arrays loaded from .npy files.")
     p.add_argument("file", metavar="FILE.mlir")
     p.add_argument("--args", nargs="*", default=[], metavar="ARG.npy",
                    help="one .npy file per parameter, in order")
@@ -158,7 +159,7 @@ def _run_run(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise CliError(f"no such file: {path}")
-    exe = xm.compile_mlir(path.read_text())
+    exe = xm.compile(_import(path)) if _is_stablehlo(path) else xm.compile_mlir(path.read_text())
     values = [np.load(a) for a in args.args]
     result = exe(*values)
     np.set_printoptions(threshold=200)
@@ -169,6 +170,43 @@ def _run_run(args: argparse.Namespace) -> int:
         print(repr(result))
         if args.output:
             np.save(args.output, result)
+    return 0
+
+
+def _is_stablehlo(path: Path) -> bool:
+    """StableHLO (or MLIR bytecode) rather than the xhlo dialect that compile_mlir reads."""
+    data = path.read_bytes()
+    return data.startswith(b"ML\xefR") or b"xhlo." not in data
+
+
+def _import(path: Path) -> Any:
+    import xlamlir as xm
+
+    if not path.is_file():
+        raise CliError(f"no such file: {path}")
+    data = path.read_bytes()
+    return xm.import_stablehlo(data if data.startswith(b"ML\xefR") else data.decode(), filename=str(path))
+
+
+def _add_import(subparsers: Any) -> None:
+    p = subparsers.add_parser("import", help="import a StableHLO module and print its stages",
+                              description="Import FILE (StableHLO text, pretty or generic, or MLIR "
+                              "bytecode / a portable artifact; entry @main), compile it and print "
+                              "its pipeline stages (the imported module is the 'hlo' stage).")
+    p.add_argument("file", metavar="FILE.mlir")
+    p.add_argument("--stage", metavar="NAME", help="print only this stage")
+    p.set_defaults(run=_run_import)
+
+
+def _run_import(args: argparse.Namespace) -> int:
+    import xlamlir as xm
+
+    exe = xm.compile(_import(Path(args.file)))
+    if args.stage is not None and args.stage not in exe.stages:
+        raise CliError(f"no stage {args.stage!r}; stages are {', '.join(exe.stages)}")
+    for stage, text in exe.stages.items():
+        if args.stage in (None, stage):
+            print(f"// ----- stage {stage}\n{text}")
     return 0
 
 
@@ -207,6 +245,7 @@ _SUBCOMMANDS: list[tuple[str, Callable[[Any], None]]] = [
     ("export", _add_export),
     ("stages", _add_stages),
     ("run", _add_run),
+    ("import", _add_import),
     ("ops", _add_ops),
 ]
 

@@ -20,8 +20,7 @@ from ..dialect.errors import CompileError
 # jitted sub-function); symbol-dce drops the inlined callees (a composite's decomposition is
 # a symbol use, so it stays).
 _PASSES = ("builtin.module(func.func(chlo-legalize-to-stablehlo),stablehlo-refine-shapes,"
-           "func.func(stablehlo-canonicalize-dynamism),inline,symbol-dce,"
-           "func.func(stablehlo-legalize-deprecated-ops))")
+           "func.func(stablehlo-canonicalize-dynamism),inline,symbol-dce)")
 _LOCK = threading.Lock()
 
 
