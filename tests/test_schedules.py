@@ -161,6 +161,23 @@ def test_columns_beyond_the_last_whole_panel_are_a_narrower_panel(p: schedules.P
 
 
 @tiles
+def test_a_narrow_column_part_of_little_work_runs_on_one_core(p: schedules.Params) -> None:
+    # N = 264: 256 columns in whole panels on both cores, then 8 (3% of the work) in one
+    # sequential loop nest: no second parallel loop (compile time).
+    exe = _compile(_matmul(96, 128, 264), p)
+    tiled = exe.stages["tiled"]
+    check_ir(tiled, f"""
+        CHECK: scf.forall ({{{{.*}}}}) in (2)
+        CHECK-COUNT-{p.mr}: vector.fma {{{{.*}}}} : vector<{p.nr}xf32>
+        CHECK: scf.forall.in_parallel
+        CHECK-COUNT-{p.mr}: vector.fma {{{{.*}}}} : vector<8xf32>
+    """)
+    assert re.findall(r"scf\.forall \(.*\) in \((\d+(?:, \d+)*)\)", tiled) == ["2"]
+    lhs, rhs = _rand((96, 128), 0), _rand((128, 264), 1)
+    np.testing.assert_allclose(exe(lhs, rhs), lhs.astype(np.float64) @ rhs, rtol=1e-4, atol=1e-3)
+
+
+@tiles
 def test_conv_is_tiled_vectorized_and_parallel(p: schedules.Params) -> None:
     exe = _compile(_conv(8, 56, 64, 64), p)
     tiled = exe.stages["tiled"]
