@@ -26,6 +26,7 @@ def import_stablehlo(source: Any, *, filename: str | None = None) -> Any:
     from .importer import Importer
     from .registry import load_handlers
 
+    parsing.jaxlib_modules()  # a CompileError naming the extra when jax is missing
     load_handlers()
     module = parsing.parse(source, filename)
     with parsing.context():

@@ -180,3 +180,8 @@ def collective_broadcast(cx: OpContext) -> XlaOp:
     return cx.b.collective_broadcast(cx.operands[0], _groups(cx), _channel(cx))
 
 
+
+
+@handles("stablehlo.cross-replica-sum")
+def cross_replica_sum(cx: OpContext) -> XlaOp:
+    return cx.b.cross_replica_sum(cx.operands[0], _groups(cx))

@@ -323,3 +323,35 @@ def test_export_of_an_imported_program(tmp_path):
     header = (tmp_path / "libaffine.h").read_text()
     assert (tmp_path / "libaffine.so").stat().st_size > 0
     assert re.search(r"int main\(void \*\*args, void \*\*results\)|int \w+\(void \*\*args", header)
+
+
+def test_collectives_with_the_modules_replica_count():
+    comp = load("collectives.mlir")
+    assert comp.num_replicas == 2
+    exe = xm.compile(comp, num_replicas=comp.num_replicas)
+    x0, x1 = np.arange(4, dtype=np.float32), 10 + np.arange(4, dtype=np.float32)
+    (s0, g0, r0, a0, p0, i0), (s1, g1, r1, a1, p1, i1) = exe.execute_replicated([[x0], [x1]])
+    np.testing.assert_array_equal(s0, x0 + x1)
+    np.testing.assert_array_equal(s1, x0 + x1)
+    np.testing.assert_array_equal(g1, np.concatenate([x0, x1]))
+    np.testing.assert_array_equal(r0, x1[:2])
+    np.testing.assert_array_equal(r1, x1[2:])
+    np.testing.assert_array_equal(a0, np.concatenate([x0[:2], x1[:2]]))
+    np.testing.assert_array_equal(a1, np.concatenate([x0[2:], x1[2:]]))
+    np.testing.assert_array_equal(p0, np.zeros(4))  # nothing is sent to replica 0
+    np.testing.assert_array_equal(p1, x0)
+    assert (i0, i1) == (0, 1)
+
+
+def test_tokens_infeed_outfeed():
+    exe = xm.compile(load("tokens.mlir"))
+    x = np.array([1, 2, 3], np.float32)
+    exe.infeed.put(np.array([10, 20, 30], np.float32))
+    np.testing.assert_array_equal(exe(x), 2 * (x + [10, 20, 30]))
+    np.testing.assert_array_equal(exe.outfeed.get(timeout=10), x + [10, 20, 30])
+
+
+def test_without_jax_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "jaxlib.mlir", None)
+    with pytest.raises(xm.CompileError, match=r"needs jax .*xlamlir\[jax\]"):
+        xm.import_stablehlo("func.func @main() {\n  return\n}")

@@ -110,6 +110,15 @@ def elementwise(x):
             jnp.clip(x, -0.5, 0.5), lax.reduce_precision(x, 5, 2))
 
 
+def batched_indexing(x, i, u):
+    # vmap gives gathers and scatters with batching dimensions; segment_sum a scatter-add
+    # with repeated indices.
+    picked = jax.vmap(lambda row, k: row[k])(x, i)
+    updated = jax.vmap(lambda row, k, v: row.at[k].set(v))(x, i, u)
+    sums = jax.ops.segment_sum(u, i, num_segments=4)
+    return picked, updated, sums, jax.vmap(lambda row, k: lax.dynamic_slice(row, (k,), (2,)))(x, i)
+
+
 PROGRAMS = {
     "mlp_training_step": (mlp_step, lambda: ((r(8, 16), r(16), r(16, 4), r(4)), r(32, 8), r(32, 4))),
     "cnn": (cnn, lambda: (r(3, 3, 3, 8), r(2, 2, 8, 4), r(2, 16, 16, 3))),
@@ -127,6 +136,7 @@ PROGRAMS = {
                                           rng.integers(0, 2**32, 8, dtype=np.uint64).astype(np.uint32))),
     "bf16_f16": (halfs, lambda: (r(4, 4).astype(jnp.bfloat16), r(4, 4).astype(jnp.bfloat16))),
     "elementwise_and_indexing": (elementwise, lambda: (r(6),)),
+    "batched_indexing": (batched_indexing, lambda: (r(5, 6), np.array([0, 3, 5, 3, 1], np.int32), r(5))),
 }
 
 
