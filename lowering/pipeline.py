@@ -8,7 +8,6 @@ text after every stage. Imports `dialect` and the lowering modules.
 from __future__ import annotations
 
 import copy
-import shlex
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +23,7 @@ from .exact_fma import exact_fma
 from .fusion import duplicate_cheap_producers
 from .i1_memory import widen_i1_memrefs
 from .lower_pass import lower_xhlo
+from .reproducer import write_reproducer
 from .schedules import schedule_contractions
 from .soft_float import expand_small_floats
 from .vectorize import schedule_vectorize, super_vectorize
@@ -192,12 +192,20 @@ class Pipeline:
         merge = not per_pass and after_each_pass is None
         stages: dict[str, str] = {}
         for name, passes in self._stages:
+            # Kept for a reproducer if a pass fails (the previous stage's text: no cost).
+            stage_input = next(reversed(stages.values())) if stages else (text() if passes else "")
             for group in _groups(passes, merge):
                 start = time.perf_counter()
-                if len(group) == 1:
-                    _run_one(module, name, group[0])
-                else:
-                    _run_merged(module, name, group)
+                try:
+                    if len(group) == 1:
+                        _run_one(module, name, group[0])
+                    else:
+                        _run_merged(module, name, group)
+                except CompileError as error:
+                    if not hasattr(error, "failed_pass"):
+                        raise  # not a pass failure (a pipeline that does not parse)
+                    raise _with_reproducer(error, module.context, name, passes, stage_input) \
+                        from error.__cause__
                 if timings is not None:
                     timings.append((name, ",".join(_describe(p) for p in group),
                                     time.perf_counter() - start))
@@ -216,6 +224,47 @@ def _groups(passes: list[PassSpec], merge: bool) -> list[list[PassSpec]]:
         else:
             groups.append([spec])
     return groups
+
+
+def _with_reproducer(error: CompileError, context: ir.Context, stage: str,
+                     passes: list[PassSpec], stage_input: str) -> CompileError:
+    """`error` with a reproducer written (lowering/reproducer.py) and named in its message.
+
+    The stage is replayed pass by pass from its input to find the module just before
+    the failing pass; a failure only the merged run shows is reproduced as that run."""
+    folder = None
+    try:
+        found = _failing_pass_input(context, stage, passes, stage_input)
+        if found is None:
+            note = "\n(no reproducer: the failure did not recur when the stage was replayed)"
+        else:
+            folder, note = write_reproducer(stage, found[0], found[1], error.diagnostics or str(error))
+            note = "\n" + note
+    except Exception as e:  # noqa: BLE001 - a reproducer must never hide the failure itself
+        note = f"\n(no reproducer written: {type(e).__name__}: {e})"
+    wrapped = CompileError(f"{error}{note}", error.stage, error.diagnostics)
+    wrapped.failed_pass = error.failed_pass  # type: ignore[attr-defined]
+    wrapped.reproducer = folder  # type: ignore[attr-defined]
+    return wrapped
+
+
+def _failing_pass_input(context: ir.Context, stage: str, passes: list[PassSpec],
+                        stage_input: str) -> tuple[PassSpec, str] | None:
+    """(failing pass, module text before it), replaying the stage from `stage_input`:
+    one pass at a time, then as merged runs (a failure only those show)."""
+    # Source locations only if the stage text has them: else the parser's own ("-":2:19)
+    # would point into a buffer the reader never sees.
+    located = "loc(" in stage_input
+    for merge in (False, True):
+        module = ir.Module.parse(stage_input, context=context)
+        for group in _groups(passes, merge):
+            before = module.operation.get_asm(enable_debug_info=located)
+            spec: PassSpec = group[0] if len(group) == 1 else ",".join(str(p) for p in group)
+            try:
+                _run_one(module, stage, spec)
+            except CompileError:
+                return spec, before
+    return None
 
 
 def _run_merged(module: ir.Module, stage: str, group: list[PassSpec]) -> None:
@@ -267,15 +316,16 @@ def _run_one(module: ir.Module | ir.Operation, stage: str, spec: PassSpec) -> No
         message = "\n".join(diagnostics) or str(e)
         if failure:  # a Python pass raised: its error is the reason
             message = f"{failure[0]!r}\n{message}"
-        repro = ""
-        if isinstance(spec, str):
-            repro = (f"\nreproduce with: mlir-opt --pass-pipeline={shlex.quote(f'builtin.module({spec})')}"
-                     " stage_input.mlir")
-        raise CompileError(f"stage {stage!r}, pass {pipeline_text!r} failed:\n{message}{repro}",
-                           stage, message) from cause
+        # Run() adds the reproducer (its folder and the command) to the message.
+        error = CompileError(f"stage {stage!r}, pass {pipeline_text!r} failed:\n{message}",
+                             stage, message)
+        error.failed_pass = spec  # type: ignore[attr-defined]
+        raise error from cause
     if failure:
-        raise CompileError(f"stage {stage!r}, Python pass {pipeline_text!r} failed: {failure[0]!r}",
-                           stage, str(failure[0])) from failure[0]
+        error = CompileError(f"stage {stage!r}, Python pass {pipeline_text!r} failed: {failure[0]!r}",
+                             stage, str(failure[0]))
+        error.failed_pass = spec  # type: ignore[attr-defined]
+        raise error from failure[0]
 
 
 def _guarded(fn: Callable[[Any, Any], None], failure: list[BaseException]) -> Callable[[Any, Any], None]:
