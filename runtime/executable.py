@@ -103,6 +103,17 @@ class Executable:
     stage_diff = stage_diff
     _repr_html_ = executable_html
 
+    def bisect(self, *args: Any, reference: Any = None, rtol: float = 1e-5,
+               atol: float = 1e-6) -> Any:
+        """Run the program after every pass (finished by the default pipeline); print and
+        return a `runtime.bisect.BisectReport` naming the first pass whose result differs
+        from `reference` (default: the `linalg` stage's result) beyond the tolerances."""
+        from .bisect import bisect_executable
+
+        report = bisect_executable(self, args, reference=reference, rtol=rtol, atol=atol)
+        print(report)
+        return report
+
     #: The CPU the code was generated for ("host" or an LLVM CPU name; runtime/targets.py).
     target_cpu: str = "host"
 
