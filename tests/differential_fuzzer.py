@@ -471,7 +471,8 @@ class Generator(StructuredOps):
                   # structured families (differential_fuzzer_ops.py)
                   "gather", "gather", "scatter", "scatter", "sort", "sort", "while", "conditional",
                   "call", "map", "argmax", "reduce_window", "reduce_window", "select_and_scatter",
-                  "conv", "conv", "fft", "cholesky", "triangular_solve", "batch_norm", "bits",
+                  "conv", "conv", "fft", "cholesky", "triangular_solve", "batch_norm", "bits", "top_k",
+                  "rng_bit_generator",
                   "twin", "twin", "twin")
 
     def make(self) -> Case:

@@ -3,10 +3,12 @@
 Indexing (gather, scatter incl. variadic and out-of-bounds windows), sort (multi-operand,
 stable and unstable), control flow (while, conditional, call, map), windows
 (reduce_window, select_and_scatter, convolution with groups, padding and dilations),
-variadic reduce, fft, cholesky / triangular_solve, batch norm, bitcasts and
-reduce_precision, and `g_twin`: two in-place ops (scatter, dynamic_update_slice, sort,
-while) on one shared operand, or on two structurally identical broadcast constants, both
-returned, sometimes beside the operand itself (the class of the two-scatters bug).
+variadic reduce and reduce_window, fft, cholesky / triangular_solve, batch norm
+(training, inference, grad), bitcasts, reduce_precision, top_k, rng_bit_generator,
+nested loops, and `g_twin`: two in-place ops (scatter, dynamic_update_slice, sort,
+while, dynamic_slice) on one shared operand, or on two structurally identical broadcast
+constants, both returned, sometimes beside the operand itself (the class of the
+two-scatters bug).
 
 Only programs whose result the semantics determine are drawn: unstable sorts compare
 all operands lexicographically in the total order (equivalent elements are then
@@ -235,6 +237,18 @@ class StructuredOps:
                                                       np.dtype(np.uint8), BOOL]), x.dims))
         return self.src.choice(self.sort_on(xs))
 
+    def g_top_k(self) -> Any:
+        """top_k: a stable sort by the total order underneath; ties go to the lower index."""
+        x = self.pick(lambda v: v.op.shape.rank >= 1 and v.dtype != BOOL)
+        if x is None:
+            return self.g_sort()
+        k = self.src.integer(0, x.dims[-1])
+        largest = self.src.chance(0.6)
+        res = self.b.top_k(x.op, k, largest)
+        self.add(self.b.get_tuple_element(res, 1), x.dims[-1], True, f"top_k {k} indices")
+        return self.add(self.b.get_tuple_element(res, 0), x.bound, x.exact,
+                        f"top_k {k} largest={largest}")
+
     # ---- control flow -------------------------------------------------------------------------
 
     def while_on(self, x: Any) -> Any:
@@ -280,7 +294,43 @@ class StructuredOps:
         return self.add(out, bound, x.exact, f"while {kind} x{trips}")
 
     def g_while(self) -> Any:
-        return self.while_on(self.pick())
+        x = self.pick()
+        if self.src.chance(0.7) or x.dtype == BOOL:
+            return self.while_on(x)
+        return self.nested_while(x)
+
+    def nested_while(self, x: Any) -> Any:
+        """Two nested counted loops; the inner one adds the outer counter to the value, and
+        the outer state carries the value twice (one copy updated, one kept)."""
+        outer, inner = self.src.integer(0, 3), self.src.integer(0, 2)
+        dt = x.dtype
+
+        def counted(trips: int):
+            return lambda s: s.builder.lt(s.builder.get_tuple_element(s, 0),
+                                          s.builder.constant(np.int32(trips)))
+
+        def inner_body(s: xm.XlaOp) -> xm.XlaOp:
+            sb = s.builder
+            j, v, step = (sb.get_tuple_element(s, k) for k in range(3))
+            return sb.tuple([sb.add(j, sb.constant(np.int32(1))),
+                             sb.add(v, sb.broadcast(sb.convert_element_type(step, dt),
+                                                    list(v.shape.dimensions))), step])
+
+        def outer_body(s: xm.XlaOp) -> xm.XlaOp:
+            sb = s.builder
+            i, v, kept = (sb.get_tuple_element(s, k) for k in range(3))
+            loop = sb.while_(counted(inner), inner_body,
+                             sb.tuple([sb.constant(np.int32(0)), v, i]))
+            return sb.tuple([sb.add(i, sb.constant(np.int32(1))), sb.get_tuple_element(loop, 1), kept])
+
+        b = self.b
+        loop = b.while_(counted(outer), outer_body, b.tuple([b.constant(np.int32(0)), x.op, x.op]))
+        bound = x.bound + outer * inner * outer
+        if dt.kind in "iu" and bound >= min(np.iinfo(dt).max, 2**31):
+            bound = INF
+        self.wanted.append(self.add(b.get_tuple_element(loop, 2), x.bound, x.exact, "while kept"))
+        return self.add(b.get_tuple_element(loop, 1), bound, x.exact,
+                        f"nested while x{outer} (inner x{inner})")
 
     def g_conditional(self) -> Any:
         x = self.pick()
@@ -363,8 +413,20 @@ class StructuredOps:
             bd.append(2 if self.src.chance(0.2) else 1)
             wd.append(2 if self.src.chance(0.2) else 1)
             pad.append((self.src.integer(0, 1), self.src.integer(0, 1)))
-        op = self.b.reduce_window(x.op, self.b.constant(_identity(kind, dt)), _combine(kind), win,
-                                  strides, bd, wd, pad)
+        if self.src.chance(0.25):  # variadic: a second operand, always summed
+            y = self.new_input(np.dtype(np.int32), x.dims)
+            fn = _combine(kind)
+
+            def both(a: xm.XlaOp, c: xm.XlaOp, e: xm.XlaOp, f: xm.XlaOp) -> list:
+                return [fn(a, e), a.builder.add(c, f)]
+            res = self.b.reduce_window([x.op, y.op], [self.b.constant(_identity(kind, dt)),
+                                                      self.b.constant(np.int32(0))],
+                                       both, win, strides, bd, wd, pad)
+            self.add(self.b.get_tuple_element(res, 1), INF, True, "reduce_window sum (variadic)")
+            op = self.b.get_tuple_element(res, 0)
+        else:
+            op = self.b.reduce_window(x.op, self.b.constant(_identity(kind, dt)), _combine(kind),
+                                      win, strides, bd, wd, pad)
         count = math.prod(win)
         bound = x.bound * count if kind == "add" else x.bound
         if kind in ("max", "min") and dt.kind == "f" and (any(lo or hi for lo, hi in pad) or 2 in bd):
@@ -527,6 +589,18 @@ class StructuredOps:
         scale, offset = self.new_input(x.dtype, [c]), self.new_input(x.dtype, [c])
         eps = 1e-3
         amplification = scale.bound * (2 * x.bound + 1) / math.sqrt(eps) + offset.bound
+        if self.src.chance(0.25):
+            mean = self.new_input(x.dtype, [c])
+            var = self.b.add(self.b.abs(self.new_input(x.dtype, [c]).op),
+                             self.b.constant(np.ones((), x.dtype)))
+            dy = self.partner(x)
+            res = self.b.batch_norm_grad(x.op, scale.op, mean.op, var, dy.op, eps, f)
+            m = math.prod(x.dims) // max(c, 1)
+            big = scale.bound * dy.bound * (x.bound + mean.bound + 1) * (m + 1) * 4
+            self.add(self.b.get_tuple_element(res, 1), big, False, "batch_norm_grad scale")
+            self.add(self.b.get_tuple_element(res, 2), dy.bound * m, False, "batch_norm_grad offset")
+            return self.add(self.b.get_tuple_element(res, 0), big, False,
+                            f"batch_norm_grad feature {f}")
         if self.src.chance(0.5):
             res = self.b.batch_norm_training(x.op, scale.op, offset.op, eps, f)
             self.add(self.b.get_tuple_element(res, 1), x.bound, False, "batch_norm mean")
@@ -559,12 +633,31 @@ class StructuredOps:
         partner = {np.dtype(np.float32): np.dtype(np.int32), np.dtype(np.float64): np.dtype(np.int64),
                    np.dtype(np.int8): np.dtype(np.uint8), np.dtype(np.uint8): np.dtype(np.int8),
                    np.dtype(np.int32): np.dtype(np.float32), np.dtype(np.uint32): np.dtype(np.int32),
-                   np.dtype(np.int64): np.dtype(np.float64)}[x.dtype]
+                   np.dtype(np.int64): np.dtype(np.float64), np.dtype(np.uint64): np.dtype(np.int64),
+                   np.dtype(np.uint16): np.dtype(np.int16)}.get(x.dtype, np.dtype(np.int32))
+        if partner.itemsize != x.dtype.itemsize:
+            return self.add(b.get_dimension_size(x.op, 0) if x.op.shape.rank else b.neg(x.op),
+                            INF, True, "get_dimension_size or neg")
         op = b.bitcast_convert_type(x.op, partner)
         if partner.kind == "f":  # any bit pattern: straight back, so no NaN payload meets arithmetic
             op = b.bitcast_convert_type(op, x.dtype)
             return self.add(op, x.bound, x.exact, f"bitcast {partner} and back")
         return self.add(op, INF, True, f"bitcast {partner}")
+
+    def g_rng_bit_generator(self) -> Any:
+        """THREE_FRY (u64[2] state) or PHILOX (u64[3]); both the new state and the bits."""
+        algorithm, size = self.src.choice([("THREE_FRY", 2), ("PHILOX", 3)])
+        words = self.rng.integers(0, 2**63, size, dtype=np.uint64) * np.uint64(self.src.integer(1, 2))
+        if self.src.chance(0.3):
+            words[1] = np.uint64(2**64 - self.src.integer(1, 3))  # the counter carries over
+        state = self.array_input(words, "rng state")
+        dtype = self.src.choice([np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32),
+                                 np.dtype(np.uint64)])
+        dims = self.dims()
+        res = self.b.rng_bit_generator(algorithm, state, xm.Shape.array(dtype, dims))
+        self.add(self.b.get_tuple_element(res, 0), INF, True, f"rng_bit_generator {algorithm} state")
+        return self.add(self.b.get_tuple_element(res, 1), INF, True,
+                        f"rng_bit_generator {algorithm} {dtype}{list(dims)}")
 
     # ---- shared operands ----------------------------------------------------------------------
 
@@ -580,8 +673,8 @@ class StructuredOps:
         else:
             x = self.pick()
             firsts = [x, x]
-        kinds = self.src.choice(["scatter", "dus", "sort", "while"]), \
-            self.src.choice(["scatter", "dus", "sort", "while"])
+        families = ["scatter", "dus", "sort", "while", "dynamic_slice"]
+        kinds = self.src.choice(families), self.src.choice(families)
         outs = []
         for kind, x in zip(kinds, firsts):
             if kind in ("scatter", "sort") and x.op.shape.rank == 0:
@@ -592,10 +685,18 @@ class StructuredOps:
                 outs.append(self.sort_on([x])[0])
             elif kind == "dus":
                 outs.append(self.dus_on(x))
+            elif kind == "dynamic_slice":
+                starts = [self.array_input(np.array(self.src.integer(-1, d), np.int32), "start")
+                          for d in x.dims]
+                sizes = [self.src.integer(0, d) for d in x.dims]
+                outs.append(self.add(self.b.dynamic_slice(x.op, starts, sizes), x.bound, x.exact,
+                                     f"dynamic_slice {sizes}"))
             else:
                 outs.append(self.while_on(x))
         on = "two equal broadcasts" if firsts[0] is not firsts[1] else "one value"
         self.trace.append(f"twin {kinds} on {on}")
+        if kinds[0] == "scatter" and outs[0].op.shape.rank and self.src.chance(0.3):
+            outs.append(self.scatter_on([outs[0]])[0])  # a scatter into a scatter's result
         self.wanted.extend(outs)
         if self.src.chance(0.4):
             self.wanted.append(firsts[0])

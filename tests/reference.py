@@ -1214,8 +1214,100 @@ def _triangular_solve(a_: np.ndarray, b_: np.ndarray, at: dict) -> np.ndarray:
     return convert(x, b_.dtype)
 
 
-def _window_starts(out_shape, strides):
-    return [np.arange(o) * s for o, s in zip(out_shape, strides)]
+_M32 = np.uint64(0xFFFFFFFF)
+
+
+def _rotl32(v: np.ndarray, r: int) -> np.ndarray:
+    return ((v << np.uint64(r)) | (v >> np.uint64(32 - r))) & _M32
+
+
+def threefry2x32(x0: np.ndarray, x1: np.ndarray, k0: int, k1: int) -> tuple[np.ndarray, np.ndarray]:
+    """Threefry-2x32, 20 rounds (Random123; XLA's prng.cc ThreeFry2x32), on uint64 arrays
+    holding 32-bit words."""
+    rotations = (13, 15, 26, 6, 17, 29, 16, 24)
+    ks = [np.uint64(k0), np.uint64(k1), np.uint64(0x1BD11BDA ^ k0 ^ k1)]
+    x0, x1 = (x0 + ks[0]) & _M32, (x1 + ks[1]) & _M32
+    for block in range(5):
+        for r in rotations[4 * (block % 2):4 * (block % 2) + 4]:
+            x0 = (x0 + x1) & _M32
+            x1 = _rotl32(x1, r) ^ x0
+        x0 = (x0 + ks[(block + 1) % 3]) & _M32
+        x1 = (x1 + ks[(block + 2) % 3] + np.uint64(block + 1)) & _M32
+    return x0, x1
+
+
+def philox4x32(words: list[np.ndarray], k0: int, k1: int) -> list[np.ndarray]:
+    """Philox-4x32, 10 rounds (Random123; XLA's prng.cc Philox4x32), on uint64 arrays
+    holding 32-bit words."""
+    c = list(words)
+    key = [np.uint64(k0), np.uint64(k1)]
+    for _ in range(10):
+        p0 = c[0] * np.uint64(0xD2511F53)
+        p1 = c[2] * np.uint64(0xCD9E8D57)
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ key[0], p1 & _M32,
+             (p0 >> np.uint64(32)) ^ c[3] ^ key[1], p0 & _M32]
+        key = [(key[0] + np.uint64(0x9E3779B9)) & _M32, (key[1] + np.uint64(0xBB67AE85)) & _M32]
+    return c
+
+
+def _halves(dims: tuple[int, ...]) -> tuple[int, list[int]]:
+    """XLA's SplitShapeIntoHalves: the first even dimension, else the first largest; a
+    scalar is split as [1]. Returns the split dimension and the half shape."""
+    if not dims:
+        return 0, [1]
+    even = [i for i, d in enumerate(dims) if d % 2 == 0]
+    split = even[0] if even else int(np.argmax(dims))
+    half = list(dims)
+    half[split] = -(-dims[split] // 2)
+    return split, half
+
+
+def _rng_bit_generator(state: np.ndarray, algorithm: str, dims: tuple[int, ...],
+                       out_dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """XLA's RngBitGeneratorExpander (prng.cc): THREE_FRY with a u64[2] state (key,
+    counter) and PHILOX with a u64[3] state (key, 128-bit counter low word first); narrow
+    outputs truncate 32-bit words. PHILOX with a u64[2] state and DEFAULT are left out
+    (their layout is backend-specific)."""
+    words = [int(w) for w in state]
+    key, bits = words[0], out_dtype.itemsize * 8
+    k0, k1 = key & 0xFFFFFFFF, key >> 32
+    n = math.prod(dims)
+    if algorithm == "THREE_FRY" and len(words) == 2:
+        if bits == 64:
+            counter = (np.uint64(words[1]) + np.arange(n, dtype=np.uint64))
+            x0, x1 = threefry2x32(counter & _M32, counter >> np.uint64(32), k0, k1)
+            values, blocks = x0 | (x1 << np.uint64(32)), n
+        else:
+            split, half = _halves(dims)
+            blocks = math.prod(half)
+            counter = np.uint64(words[1]) + np.arange(blocks, dtype=np.uint64)
+            x0, x1 = threefry2x32(counter & _M32, counter >> np.uint64(32), k0, k1)
+            pair = np.stack([x0.reshape(half), x1.reshape(half)], axis=split + 1)
+            full = list(half)
+            full[split] *= 2
+            values = pair.reshape(full)
+            if dims:
+                values = values[tuple(slice(0, d) for d in dims)]
+            values = values.reshape(-1)[:n] if not dims else values
+        new_state = [words[0], (words[1] + blocks) % 2**64]
+    elif algorithm == "PHILOX" and len(words) == 3:
+        per_block = 2 if bits == 64 else 4
+        blocks = -(-n // per_block)
+        lo = np.uint64(words[1]) + np.arange(blocks, dtype=np.uint64)
+        hi = np.full(blocks, np.uint64(words[2])) + (lo < np.uint64(words[1])).astype(np.uint64)
+        out = philox4x32([lo & _M32, lo >> np.uint64(32), hi & _M32, hi >> np.uint64(32)], k0, k1)
+        if bits == 64:
+            pairs = [out[0] | (out[1] << np.uint64(32)), out[2] | (out[3] << np.uint64(32))]
+            values = np.stack(pairs, axis=1).reshape(-1)[:n]
+        else:
+            values = np.stack(out, axis=1).reshape(-1)[:n]
+        total = words[1] + (words[2] << 64) + blocks
+        new_state = [words[0], total % 2**64, (total >> 64) % 2**64]
+    else:
+        raise NotImplementedError(f"rng_bit_generator {algorithm} with a u64[{len(words)}] state")
+    unsigned = np.dtype(f"u{out_dtype.itemsize}")
+    values = np.asarray(values).astype(unsigned).reshape(dims).view(out_dtype)
+    return np.array(new_state, np.uint64), values
 
 
 class Interpreter:
@@ -1565,6 +1657,10 @@ class Interpreter:
             if not 0 <= k < len(branches):
                 k = len(branches) - 1
         return Interpreter(branches[k])(operands[k])
+
+    def _op_rng_bit_generator(self, op, ins, a):
+        return _rng_bit_generator(ins[0], a["algorithm"], tuple(a["dimensions"]),
+                                  op.shape.tuple_shapes[1].dtype)
 
     def _op_replica_id(self, op, ins, a):
         return np.array(0, op.shape.dtype)      # a single replica
