@@ -126,6 +126,7 @@ class Importer:
         self.num_replicas = int(attributes["mhlo.num_replicas"].value) \
             if "mhlo.num_replicas" in attributes else 1
         self._computations: dict[str, XlaComputation] = {}
+        self._regions: dict[str, XlaComputation] = {}
 
     # -- functions ---------------------------------------------------------------------------
 
@@ -211,18 +212,28 @@ class Importer:
 
     def closed_computation(self, region: Any, outer_env: dict[Any, XlaOp], name: str,
                            op: Any) -> XlaComputation:
-        """A region whose block arguments are its parameters; only constants may be captured."""
+        """A region whose block arguments are its parameters; only constants may be captured.
+        Regions with the same text share one computation (every `add` reducer of a program is
+        built once: a build costs tens of milliseconds)."""
         block = region.blocks[0]
+        free = free_values(region)
+        key = None if free else "\n".join(str(o) for o in block.operations) + str(
+            [str(a.type) for a in block.arguments])
+        if key is not None and key in self._regions:
+            return self._regions[key]
         sub = XlaBuilder(name)
         env: dict[Any, XlaOp] = {}
         for i, arg in enumerate(block.arguments):
             env[arg] = sub.parameter(i, shape_of(arg.type))
-        for value in free_values(region):
+        for value in free:
             if not self.rebuild_constant(sub, value, env):
                 raise self.error(op, "its region uses a non-constant value of the enclosing "
                                  "function; only while/if/case regions can capture values")
         results = self.block(sub, block, env)
-        return sub.build(results[0] if len(results) == 1 else sub.tuple(results))
+        computation = sub.build(results[0] if len(results) == 1 else sub.tuple(results))
+        if key is not None:
+            self._regions[key] = computation
+        return computation
 
     def threaded_computation(self, region: Any, param: Shape, n_args: int, captured: list[Any],
                              name: str, extra_results: bool, single: bool) -> XlaComputation:

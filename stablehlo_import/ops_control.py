@@ -1,5 +1,4 @@
-"""Control flow: while, if, case, func.call and composites (imported as calls of their
-decomposition)."""
+"""Control flow: while, if, case, func.call and composites (their decomposition, inlined)."""
 
 from __future__ import annotations
 
@@ -47,10 +46,15 @@ def case(cx: OpContext) -> list[XlaOp]:
 
 
 def _call(cx: OpContext, callee: str) -> list[XlaOp]:
-    computation = cx.importer.function(callee)
-    result = cx.b.call(computation, cx.operands)
-    count = len(cx.op.results)
-    return [] if count == 0 else cx.unpack(result, count)
+    """The callee's ops, built inline with its arguments bound to the operands: jaxlib's context
+    has no inliner for func.call, and a call per jax sub-function would cost a sub-computation
+    build each (XLA inlines them too)."""
+    func = cx.importer.functions.get(callee)
+    if func is None:
+        raise cx.importer.error(cx.op, f"no function @{callee} in the module")
+    block = func.regions[0].blocks[0]
+    env = dict(zip(block.arguments, cx.operands))
+    return cx.importer.block(cx.b, block, env)
 
 
 @handles("func.call")

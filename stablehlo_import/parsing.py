@@ -16,11 +16,10 @@ from ..dialect.errors import CompileError
 
 # Run in order on the whole module. chlo ops become StableHLO (erf, top_k, sinh...);
 # shape refinement and canonicalize-dynamism turn dynamic ops whose shape operands are
-# constants into static ones; the inliner removes func.call (jax emits one function per
-# jitted sub-function); symbol-dce drops the inlined callees (a composite's decomposition is
-# a symbol use, so it stays).
+# constants into static ones. (The `inline` pass is a no-op here: jaxlib's context has no
+# inliner for func.call, so the importer inlines calls itself.)
 _PASSES = ("builtin.module(func.func(chlo-legalize-to-stablehlo),stablehlo-refine-shapes,"
-           "func.func(stablehlo-canonicalize-dynamism),inline,symbol-dce)")
+           "func.func(stablehlo-canonicalize-dynamism))")
 _LOCK = threading.Lock()
 
 
