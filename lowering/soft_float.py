@@ -9,8 +9,9 @@ integer operations (scalar or vector), so the results are fixed by this code:
 
 - rounding to nearest even, subnormals kept (IEEE; XLA:CPU flushes them), overflow
   to infinity;
-- a NaN keeps its sign and leading payload bits and becomes quiet, as the
-  hardware conversions do;
+- narrowing, a NaN keeps its sign and leading payload bits and becomes quiet
+  (as the hardware conversions do); widening is exact, payload included (as
+  numpy and ml_dtypes);
 - f64 -> bf16 rounds through f32 (XLA's and ml_dtypes' double rounding); f64 ->
   f16 rounds once (via round-to-odd f32, as numpy); integers go through f32 (or
   f64 for 64-bit integers into bf16), as `lowering.convert` spells them.
@@ -93,19 +94,12 @@ def _f32_to_f16_bits(f: ir.Value) -> ir.Value:
     lsb = arith.andi(arith.shrui(rebased, i.c(13)), i.c(1))
     normal = arith.shrui(arith.addi(rebased, arith.addi(lsb, i.c(0xFFF))), i.c(13))
     normal = arith.minui(normal, i.c(0x7C00))
-    # Below 2^-14: the f16 subnormal m * 2^-24 with m = round(|f| * 2^24), from the
-    # significand shifted right by 126 - exponent (>= 14; capped: larger shifts give 0).
-    exponent = arith.shrui(a, i.c(23))
-    significand = arith.ori(arith.andi(a, i.c(0x7FFFFF)),
-                            arith.select(arith.cmpi(_u("eq"), exponent, i.c(0)), i.c(0), i.c(0x800000)))
-    shift = arith.minui(arith.subi(i.c(126), arith.maxui(exponent, i.c(1))), i.c(31))
-    kept = arith.shrui(significand, shift)
-    rest = arith.andi(significand, arith.subi(arith.shli(i.c(1), shift), i.c(1)))
-    half = arith.shli(i.c(1), arith.subi(shift, i.c(1)))
-    up = arith.ori(arith.cmpi(_u("ugt"), rest, half),
-                   arith.andi(arith.cmpi(_u("eq"), rest, half),
-                              arith.cmpi(_u("ne"), arith.andi(kept, i.c(1)), i.c(0))))
-    subnormal = arith.addi(kept, arith.extui(i.t, up))
+    # Below 2^-14: the f16 subnormal m * 2^-24, m = |f| * 2^24 rounded to nearest even, is
+    # what adding 0.5 does in f32 (an IEEE addition, the same on every CPU: its ulp in
+    # [0.5, 1) is 2^-24); m is in its low bits (1024 is the smallest normal, also right).
+    f32 = f.type
+    half = arith.bitcast(f32, i.c(0x3F000000))
+    subnormal = arith.subi(arith.bitcast(i.t, arith.addf(arith.bitcast(f32, a), half)), i.c(0x3F000000))
     magnitude = arith.select(arith.cmpi(_u("ult"), a, i.c(113 << 23)), subnormal, normal)
     is_nan = arith.cmpi(_u("ugt"), a, i.c(0x7F800000))
     nan = arith.ori(arith.andi(arith.shrui(a, i.c(13)), i.c(0x3FF)), i.c(0x7E00))
@@ -114,11 +108,9 @@ def _f32_to_f16_bits(f: ir.Value) -> ir.Value:
 
 
 def _bf16_bits_to_f32(h: ir.Value) -> ir.Value:
+    """The f32 with the same value: bf16 is f32's upper half (a NaN's payload kept as is)."""
     i = _Ints(h.type, 32)
-    u = arith.shli(arith.extui(i.t, h), i.c(16))
-    is_nan = arith.cmpi(_u("ugt"), arith.andi(u, i.c(0x7FFFFFFF)), i.c(0x7F800000))
-    u = arith.select(is_nan, arith.ori(u, i.c(0x00400000)), u)
-    return arith.bitcast(_like(h.type, ir.F32Type.get()), u)
+    return arith.bitcast(_like(h.type, ir.F32Type.get()), arith.shli(arith.extui(i.t, h), i.c(16)))
 
 
 def _f16_bits_to_f32(h: ir.Value) -> ir.Value:
@@ -129,10 +121,8 @@ def _f16_bits_to_f32(h: ir.Value) -> ir.Value:
     exponent = arith.andi(arith.shrui(w, i.c(10)), i.c(0x1F))
     mantissa = arith.andi(w, i.c(0x3FF))
     normal = arith.addi(arith.shli(arith.andi(w, i.c(0x7FFF)), i.c(13)), i.c(112 << 23))
-    # Inf/NaN: exponent all ones, the payload kept, NaN made quiet.
+    # Inf/NaN: exponent all ones, the payload kept as is (as numpy).
     special = arith.ori(i.c(0x7F800000), arith.shli(mantissa, i.c(13)))
-    special = arith.select(arith.cmpi(_u("ne"), mantissa, i.c(0)),
-                           arith.ori(special, i.c(0x00400000)), special)
     # Subnormal (and zero): mantissa * 2^-24, an exact f32 product (a normal result).
     scaled = arith.mulf(arith.uitofp(f32, mantissa), arith.bitcast(f32, i.c(103 << 23)))
     tiny = arith.bitcast(i.t, scaled)
