@@ -161,6 +161,22 @@ def test_columns_beyond_the_last_whole_panel_are_a_narrower_panel(p: schedules.P
 
 
 @tiles
+def test_an_odd_panel_count_is_split_across_the_cores_nearly_evenly(p: schedules.Params) -> None:
+    # 31 panels with 32-wide tiles: 16 and 15 per core (62 with 16-wide ones: 31 each),
+    # each packing its own panels inside its k blocks: one parallel loop, no B-wide packing.
+    exe = _compile(_matmul(96, 128, 31 * 32), p)
+    tiled = exe.stages["tiled"]
+    assert re.findall(r"scf\.forall \(.*\) in \((\d+(?:, \d+)*)\)", tiled) == ["2"]
+    check_ir(tiled, f"""
+        CHECK: scf.forall
+        CHECK: vector.transfer_write {{{{.*}}}} : vector<{{{{.*}}}}{p.nr}xf32>, tensor<1x8x{p.nr}xf32>
+        CHECK-COUNT-{p.mr}: vector.fma {{{{.*}}}} : vector<{p.nr}xf32>
+    """)
+    lhs, rhs = _rand((96, 128), 0), _rand((128, 31 * 32), 1)
+    np.testing.assert_allclose(exe(lhs, rhs), lhs.astype(np.float64) @ rhs, rtol=1e-4, atol=1e-3)
+
+
+@tiles
 def test_a_narrow_column_part_of_little_work_runs_on_one_core(p: schedules.Params) -> None:
     # N = 264: 256 columns in whole panels on both cores, then 8 (3% of the work) in one
     # sequential loop nest: no second parallel loop (compile time).
