@@ -33,6 +33,9 @@ def cnn(w1, w2, x):
     y = lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
     y = lax.reduce_window(jax.nn.relu(y), -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
     y = lax.conv_general_dilated(y, w2, (2, 2), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    # Depthwise (feature_group_count = channels), dilated, with asymmetric padding.
+    y = lax.conv_general_dilated(y, jnp.ones((2, 2, 1, 4)), (1, 1), ((0, 1), (1, 0)), rhs_dilation=(2, 1),
+                                 dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=4)
     return jax.nn.softmax(y.reshape(y.shape[0], -1), axis=-1)
 
 
@@ -107,7 +110,9 @@ def elementwise(x):
             jnp.arcsin(jnp.clip(x, -1, 1)), jnp.cumsum(x), x.at[jnp.array([0, 2])].add(5.0),
             jnp.take(x, jnp.array([3, 1, 1])), jnp.pad(x, (2, 1)), jnp.flip(x), jnp.roll(x, 2),
             lax.dynamic_slice(x, (jnp.int32(2),), (3,)), jnp.argmax(x), (x + 1j * x).astype(jnp.complex64),
-            jnp.clip(x, -0.5, 0.5), lax.reduce_precision(x, 5, 2))
+            jnp.clip(x, -0.5, 0.5), lax.reduce_precision(x, 5, 2), jnp.abs(x + 2j * x),
+            jnp.imag(jnp.exp(1j * x)), jnp.conj(x + 1j),
+            jax.grad(jax.checkpoint(lambda v: (jnp.sin(v) * v).sum()))(x))  # remat: an optimization_barrier
 
 
 def batched_indexing(x, i, u):
