@@ -17,10 +17,11 @@ def import_stablehlo(source: Any, *, filename: str | None = None) -> Any:
     """The `@main` function of a StableHLO module as an `xm.XlaComputation`.
 
     `source`: StableHLO text (pretty or generic form), MLIR bytecode or a portable artifact
-    (bytes), or a jax `Lowered` (`jax.jit(f).lower(...)`). Parameters keep their order; one
-    result is the computation's result, several a tuple. `filename` names the source in error
-    messages. The module's `mhlo.num_replicas` is kept as the computation's `num_replicas`.
-    Raises `xm.CompileError` naming the op and its location for anything not importable.
+    (bytes), a jax `Lowered` (`jax.jit(f).lower(...)`) or a `jax.export.Exported`.
+    Parameters keep their order; one result is the computation's result, several a tuple.
+    `filename` names the source in error messages. The module's `mhlo.num_replicas` is kept
+    as the computation's `num_replicas`. Raises `xm.CompileError` naming the op and its
+    location for anything not importable.
     """
     from . import parsing
     from .importer import Importer

@@ -66,6 +66,8 @@ def parse(source: Any, filename: str | None = None) -> Any:
     ctx = context()
     if hasattr(source, "as_text") and hasattr(source, "compiler_ir"):
         source = _lowered_text(source)
+    elif hasattr(source, "mlir_module_serialized"):
+        source = source.mlir_module_serialized  # a jax.export.Exported: a portable artifact
     elif hasattr(source, "operation") and hasattr(source.operation, "get_asm"):
         # A module from some other context (e.g. jax's `compiler_ir()`): never mutate it.
         source = source.operation.get_asm(enable_debug_info=True)

@@ -205,3 +205,16 @@ def test_error_in_a_jax_program_names_the_python_line():
 
     with pytest.raises(xm.CompileError, match=r"stablehlo\.convert at .*test_jax_programs\.py.*f8E4M3FN"):
         xm.jit(f)(np.ones(3, np.float32))
+
+
+def test_jax_export_artifacts():
+    from jax import export
+
+    x, w = np.ones((3, 4), np.float32), np.arange(20, dtype=np.float32).reshape(4, 5)
+    exported = export.export(jax.jit(lambda a, b: jnp.tanh(a @ b)))(x, w)
+    for source in (exported, exported.mlir_module_serialized):  # the object, its portable artifact
+        np.testing.assert_allclose(xm.compile(xm.import_stablehlo(source))(x, w), np.tanh(x @ w), rtol=1e-6)
+    (n,) = export.symbolic_shape("n")
+    symbolic = export.export(jax.jit(jnp.sin))(jax.ShapeDtypeStruct((n, 4), np.float32))
+    with pytest.raises(xm.CompileError, match=r"parameter 0 of @main .*tensor<\?x4xf32> has a dynamic shape"):
+        xm.import_stablehlo(symbolic)
