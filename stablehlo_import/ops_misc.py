@@ -185,3 +185,19 @@ def collective_broadcast(cx: OpContext) -> XlaOp:
 @handles("stablehlo.cross-replica-sum")
 def cross_replica_sum(cx: OpContext) -> XlaOp:
     return cx.b.cross_replica_sum(cx.operands[0], _groups(cx))
+
+
+# -- sharding annotations ------------------------------------------------------------------------
+# Placement hints for a partitioner: values are unchanged (xlamlir runs one partition).
+
+@handles("sdy.sharding_constraint", "sdy.reshard")
+def sharding_constraint(cx: OpContext) -> XlaOp:
+    return cx.operands[0]
+
+
+def _sharding_call(cx: OpContext) -> list[XlaOp]:
+    return cx.operands
+
+
+for _target in ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"):
+    KNOWN_TARGETS[_target] = _sharding_call

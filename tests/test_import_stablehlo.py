@@ -211,6 +211,18 @@ def test_op_without_counterpart_names_op_and_location():
     }"""
     with pytest.raises(xm.CompileError, match=r"stablehlo\.set_dimension_size at m\.mlir:2:\d+: no xlamlir"):
         xm.import_stablehlo(text, filename="m.mlir")
+    nested = """func.func @main(%p: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+      %0 = "stablehlo.if"(%p) ({
+        "stablehlo.return"(%x) : (tensor<4xf32>) -> ()
+      }, {
+        %n = stablehlo.constant dense<2> : tensor<i32>
+        %y = stablehlo.set_dimension_size %x, %n, dim = 0 : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
+        "stablehlo.return"(%y) : (tensor<4xf32>) -> ()
+      }) : (tensor<i1>) -> tensor<4xf32>
+      return %0 : tensor<4xf32>
+    }"""
+    with pytest.raises(xm.CompileError, match=r"set_dimension_size at <input>:6:\d+"):
+        imported(nested)  # the op inside the region is named, not the if
 
 
 def test_unsupported_types_are_refused():

@@ -218,3 +218,16 @@ def test_jax_export_artifacts():
     symbolic = export.export(jax.jit(jnp.sin))(jax.ShapeDtypeStruct((n, 4), np.float32))
     with pytest.raises(xm.CompileError, match=r"parameter 0 of @main .*tensor<\?x4xf32> has a dynamic shape"):
         xm.import_stablehlo(symbolic)
+
+
+def test_sharding_annotations_are_identities():
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    mesh = jax.make_mesh((1,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+
+    def f(a):
+        return lax.with_sharding_constraint(a * 2, NamedSharding(mesh, PartitionSpec("x"))) + 1
+
+    a = np.arange(4, dtype=np.float32)
+    assert "sharding_constraint" in jax.jit(f).lower(a).as_text()
+    np.testing.assert_array_equal(xm.jit(f)(a), 2 * a + 1)
