@@ -16,8 +16,9 @@ integer operations (scalar or vector), so the results are fixed by this code:
   f16 rounds once (via round-to-odd f32, as numpy); integers go through f32 (or
   f64 for 64-bit integers into bf16), as `lowering.convert` spells them.
 
-The only float instructions left are f32 <-> f64 conversions, exact IEEE on every
-x86-64. Imports nothing of ours.
+The only float instructions used are ones with one IEEE result on every x86-64
+(SSE2 and up): f32 <-> f64 conversions, and an f32 addition or multiplication
+that is exact or rounds once. Imports nothing of ours.
 """
 
 from __future__ import annotations
