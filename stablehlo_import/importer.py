@@ -125,40 +125,32 @@ class Importer:
         attributes = module.operation.attributes
         self.num_replicas = int(attributes["mhlo.num_replicas"].value) \
             if "mhlo.num_replicas" in attributes else 1
-        self._computations: dict[str, XlaComputation] = {}
         self._regions: dict[str, XlaComputation] = {}
 
     # -- functions ---------------------------------------------------------------------------
 
     def entry(self) -> XlaComputation:
-        if "main" not in self.functions:
+        """`@main` as a computation: its parameters in order, several results as a tuple."""
+        func = self.functions.get("main")
+        if func is None:
             names = ", ".join(f"@{n}" for n in self.functions) or "none"
             raise CompileError(f"the module has no entry function @main (functions: {names})",
                                stage="import")
-        return self.function(self.functions["main"].attributes["sym_name"].value, entry=True)
-
-    def function(self, name: str, entry: bool = False) -> XlaComputation:
-        """The func.func `name` as a computation (parameters in order; several results: a tuple)."""
-        if name in self._computations:
-            return self._computations[name]
-        func = self.functions.get(name)
-        if func is None:
-            raise CompileError(f"no function @{name} in the module", stage="import")
         block = func.regions[0].blocks[0]
-        b = XlaBuilder(_builder_name(name, entry, self.module))
+        b = XlaBuilder(_builder_name(self.module))
         env: dict[Any, XlaOp] = {}
         for i, arg in enumerate(block.arguments):
             try:
                 env[arg] = b.parameter(i, shape_of(arg.type), name=f"arg{i}")
             except Unsupported as e:
-                raise CompileError(f"cannot import parameter {i} of @{name} at "
+                raise CompileError(f"cannot import parameter {i} of @main at "
                                    f"{parsing.location(func, self.filename)}: {e}",
                                    stage="import") from None
         results = self.block(b, block, env)
-        root = results[0] if len(results) == 1 else b.tuple(results)
-        computation = b.build(root)
-        self._computations[name] = computation
-        return computation
+        try:
+            return b.build(results[0] if len(results) == 1 else b.tuple(results))
+        except XlaError as e:
+            raise CompileError(f"cannot import the results of @main: {e}", stage="import") from e
 
     # -- blocks and ops ----------------------------------------------------------------------
 
@@ -311,8 +303,8 @@ def free_values(region: Any) -> list[Any]:
     return [v for v in used if v not in defined]
 
 
-def _builder_name(name: str, entry: bool, module: Any) -> str:
-    if entry and "sym_name" in module.operation.attributes:
+def _builder_name(module: Any) -> str:
+    if "sym_name" in module.operation.attributes:
         # jax names the module `jit_f`: the computation (and an exported C symbol) keeps it.
         return module.operation.attributes["sym_name"].value
-    return name
+    return "main"
