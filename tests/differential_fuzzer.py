@@ -32,10 +32,15 @@ from reference import evaluate
 import xlamlir as xm
 
 FLOATS = [np.dtype(np.float32), np.dtype(np.float64)]
+# Drawn less often. Not bf16: numpy gives it kind 'V', so every `kind == "f"` test here
+# (exactness, total-order sort keys, tolerances) would need a special case.
+HALF = [np.dtype(np.float16)]
 INTS = [np.dtype(np.int32), np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.uint32),
         np.dtype(np.int64)]
 BOOL = np.dtype(np.bool_)
 EXACT_LIMIT = 2.0**20
+# Integers up to 2^p are exact in a p-bit significand; above, sums round.
+EXACT_LIMITS = {np.dtype(np.float16): 2.0**11}
 UNSIGNED_UNARY = ["neg", "not_", "population_count", "clz", "sign"]
 INF = math.inf
 
@@ -63,6 +68,10 @@ class Case:
     trace: list[str] = field(default_factory=list)
 
 
+def exact_limit(dtype: np.dtype) -> float:
+    return EXACT_LIMITS.get(np.dtype(dtype), EXACT_LIMIT)
+
+
 class Generator(StructuredOps):
     def __init__(self, src: Source, max_ops: int = 10) -> None:
         self.src = src
@@ -73,12 +82,20 @@ class Generator(StructuredOps):
         self.args: list[np.ndarray] = []
         self.trace: list[str] = []
         self.wanted: list[Value] = []  # values returned beside the last one (multiple results)
+        self.large = src.chance(0.3)  # some cases have one dimension of vector size
 
     # ---- inputs -------------------------------------------------------------------------------
 
     def dims(self, rank: int | None = None) -> tuple[int, ...]:
         rank = self.src.integer(0, 3) if rank is None else rank
-        return tuple(self.src.integer(1, 4) if self.src.chance(0.95) else 0 for _ in range(rank))
+        dims = tuple(self.src.integer(1, 4) if self.src.chance(0.95) else 0 for _ in range(rank))
+        if self.large and rank and self.src.chance(0.5):
+            # Sizes around the vector width (16 f32 lanes): full vectors, partial tails.
+            at = self.src.integer(0, rank - 1)
+            big = self.src.choice([7, 8, 9, 15, 16, 17, 31, 33, 64])
+            if math.prod(dims) * big <= 4096:
+                dims = dims[:at] + (big,) + dims[at + 1:]
+        return dims
 
     def data(self, dtype: np.dtype, dims: Sequence[int]) -> tuple[np.ndarray, float, bool]:
         dims = tuple(dims)
@@ -92,7 +109,7 @@ class Generator(StructuredOps):
         values = self.rng.integers(lo, 10, dims, endpoint=True).astype(dtype)
         if self.src.chance(0.3) and values.size:
             # The type's extremes and zeros: XLA's defined results for x/0, INT_MIN/-1...
-            special = np.array([info.min, info.max, 0, -1 if info.min < 0 else 1], np.int64)
+            special = np.array([info.min, info.max, 0, -1 if info.min < 0 else 1], dtype)
             mask = self.rng.random(dims) < 0.3
             values[mask] = special[self.rng.integers(0, 4, dims)][mask].astype(dtype)
             return values, INF, True
@@ -138,7 +155,7 @@ class Generator(StructuredOps):
 
     def add(self, op: xm.XlaOp, bound: float, exact: bool, what: str) -> Value:
         if op.shape.dtype.kind == "f":
-            exact = exact and bound < EXACT_LIMIT
+            exact = exact and bound < exact_limit(op.shape.dtype)
         v = Value(op, bound, exact)
         self.pool.append(v)
         self.trace.append(f"{what} -> {op.shape}{'' if exact else ' (inexact)'}")
@@ -165,7 +182,7 @@ class Generator(StructuredOps):
         name = self.src.choice(["tanh", "sin", "cos", "logistic", "atan", "exp", "sqrt", "log",
                                 "abs", "neg"])
         op = x.op
-        if name == "exp" and x.bound > 20:
+        if name == "exp" and x.bound > (20 if x.dtype in FLOATS else 8):
             op = b.tanh(op)
         if name in ("sqrt", "log"):
             op = b.add(b.abs(op), b.constant(np.ones((), x.dtype)))  # keep away from 0 and NaN
@@ -264,7 +281,7 @@ class Generator(StructuredOps):
 
     def g_convert(self) -> Value:
         x = self.pick()
-        target = self.src.choice(FLOATS + INTS + [BOOL])
+        target = self.src.choice(FLOATS + HALF + INTS + [BOOL])
         if x.dtype.kind == "f" and target.kind in "iub" and not x.exact:
             target = self.src.choice(FLOATS)  # rounding could flip an inexact value's integer part
         op = self.b.convert_element_type(x.op, target)
@@ -275,7 +292,9 @@ class Generator(StructuredOps):
             fits = x.bound < INF and x.bound <= min(info.max, 2**31) and (
                 target.kind == "i" or x.dtype.kind == "u" or x.dtype == BOOL)
             return self.add(op, x.bound if fits else INF, True, f"convert {target}")
-        exact = x.exact and x.bound < EXACT_LIMIT
+        exact = x.exact and x.bound < exact_limit(target)
+        if target in HALF and x.bound >= 60000:
+            return self.add(op, INF, False, f"convert {target}")
         return self.add(op, x.bound if x.bound < INF else 2.0**64, exact, f"convert {target}")
 
     def g_broadcast_in_dim(self) -> Value:
@@ -439,7 +458,7 @@ class Generator(StructuredOps):
         if dt.kind in "iu" and (bound >= min(np.iinfo(dt).max, 2**31) or n == 0):
             bound = INF
         op = self.b.reduce(x.op, self.b.constant(init), reducer, dims)
-        exact = x.exact if kind in ("max", "min") else x.exact and bound < EXACT_LIMIT
+        exact = x.exact if kind in ("max", "min") else x.exact and bound < exact_limit(dt)
         return self.add(op, bound, exact, f"reduce {kind} {dims}")
 
     def g_dynamic_slice(self) -> Value:
@@ -477,7 +496,7 @@ class Generator(StructuredOps):
 
     def make(self) -> Case:
         for _ in range(self.src.integer(1, 2)):
-            dtype = self.src.choice(FLOATS + FLOATS + INTS + [BOOL])
+            dtype = self.src.choice(FLOATS + FLOATS + INTS + [BOOL] + HALF)
             self.new_input(dtype, self.dims())
         for _ in range(self.src.integer(1, self.max_ops)):
             getattr(self, "g_" + self.src.choice(self.GENERATORS))()
@@ -513,7 +532,7 @@ def compare_leaf(got: Any, want: Any, value: Value) -> str | None:
     eps = float(np.finfo(want.dtype).eps)
     atol = 1024 * eps * max(value.bound, 1.0)
     atol = atol if atol < INF else 0.0
-    rtol = 1e-3 if want.dtype == np.float32 else 1e-9
+    rtol = {np.dtype(np.float32): 1e-3, np.dtype(np.float16): 4e-3}.get(want.dtype, 1e-9)
     ok = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
     if ok.all():
         return None

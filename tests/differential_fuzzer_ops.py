@@ -26,6 +26,7 @@ import numpy as np
 import xlamlir as xm
 
 BOOL = np.dtype(np.bool_)
+WIDE_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # fft, linear algebra, batch norm
 INDEX_TYPES = [np.dtype(np.int32), np.dtype(np.int64)]
 INF = math.inf
 EXACT_LIMIT = 2.0**20
@@ -511,7 +512,7 @@ class StructuredOps:
     # ---- transforms and linear algebra --------------------------------------------------------
 
     def g_fft(self) -> Any:
-        x = self.pick(lambda v: v.dtype.kind == "f" and v.op.shape.rank >= 1 and 0 not in v.dims)
+        x = self.pick(lambda v: v.dtype in WIDE_FLOATS and v.op.shape.rank >= 1 and 0 not in v.dims)
         if x is None:
             x = self.new_input(self.src.choice([np.dtype(np.float32), np.dtype(np.float64)]),
                                [self.src.integer(1, 4) for _ in range(self.src.integer(1, 2))])
@@ -532,7 +533,7 @@ class StructuredOps:
 
     def spd(self) -> tuple[Any, float]:
         """A symmetric positive definite batch X X^T + c I (condition number <= 2)."""
-        x = self.pick(lambda v: v.dtype.kind == "f" and v.op.shape.rank >= 2 and 0 not in v.dims
+        x = self.pick(lambda v: v.dtype in WIDE_FLOATS and v.op.shape.rank >= 2 and 0 not in v.dims
                       and v.bound < 100)
         if x is None:
             x = self.new_input(self.src.choice([np.dtype(np.float32), np.dtype(np.float64)]),
@@ -580,7 +581,7 @@ class StructuredOps:
                         f"triangular_solve left={left} lower={lower} unit={unit} {trans}")
 
     def g_batch_norm(self) -> Any:
-        x = self.pick(lambda v: v.dtype.kind == "f" and v.op.shape.rank >= 2 and 0 not in v.dims
+        x = self.pick(lambda v: v.dtype in WIDE_FLOATS and v.op.shape.rank >= 2 and 0 not in v.dims
                       and v.bound < 1000)
         if x is None:
             x = self.new_input(np.dtype(np.float32), [self.src.integer(1, 3) for _ in range(3)])
@@ -639,7 +640,9 @@ class StructuredOps:
             return self.add(b.get_dimension_size(x.op, 0) if x.op.shape.rank else b.neg(x.op),
                             INF, True, "get_dimension_size or neg")
         op = b.bitcast_convert_type(x.op, partner)
-        if partner.kind == "f":  # any bit pattern: straight back, so no NaN payload meets arithmetic
+        # A float from any bit pattern goes straight back, so no NaN payload meets arithmetic;
+        # an inexact float's last bits differ within tolerance, its bits as an int would not.
+        if partner.kind == "f" or not x.exact:
             op = b.bitcast_convert_type(op, x.dtype)
             return self.add(op, x.bound, x.exact, f"bitcast {partner} and back")
         return self.add(op, INF, True, f"bitcast {partner}")
