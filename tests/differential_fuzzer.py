@@ -491,7 +491,7 @@ class Generator(StructuredOps):
                   "gather", "gather", "scatter", "scatter", "sort", "sort", "while", "conditional",
                   "call", "map", "argmax", "reduce_window", "reduce_window", "select_and_scatter",
                   "conv", "conv", "fft", "cholesky", "triangular_solve", "batch_norm", "bits", "top_k",
-                  "rng_bit_generator",
+                  "rng_bit_generator", "collective",
                   "twin", "twin", "twin")
 
     def make(self) -> Case:

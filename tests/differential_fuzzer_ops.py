@@ -5,10 +5,10 @@ stable and unstable), control flow (while, conditional, call, map), windows
 (reduce_window, select_and_scatter, convolution with groups, padding and dilations),
 variadic reduce and reduce_window, fft, cholesky / triangular_solve, batch norm
 (training, inference, grad), bitcasts, reduce_precision, top_k, rng_bit_generator,
-nested loops, and `g_twin`: two in-place ops (scatter, dynamic_update_slice, sort,
-while, dynamic_slice) on one shared operand, or on two structurally identical broadcast
-constants, both returned, sometimes beside the operand itself (the class of the
-two-scatters bug).
+collectives on one replica, nested loops, and `g_twin`: two in-place ops (scatter,
+dynamic_update_slice, sort, while, dynamic_slice) on one shared operand, or on two
+structurally identical broadcast constants, both returned, sometimes beside the operand
+itself (the class of the two-scatters bug).
 
 Only programs whose result the semantics determine are drawn: unstable sorts compare
 all operands lexicographically in the total order (equivalent elements are then
@@ -661,6 +661,33 @@ class StructuredOps:
         self.add(self.b.get_tuple_element(res, 0), INF, True, f"rng_bit_generator {algorithm} state")
         return self.add(self.b.get_tuple_element(res, 1), INF, True,
                         f"rng_bit_generator {algorithm} {dtype}{list(dims)}")
+
+    def g_collective(self) -> Any:
+        """Collectives on one replica (every group is {0}): data flow and buffers only."""
+        x = self.pick(lambda v: v.op.shape.rank >= 1)
+        if x is None:
+            return self.add(self.b.replica_id(), 0, True, "replica_id")
+        b = self.b
+        kind = self.src.choice(["all_reduce", "reduce_scatter", "all_gather", "all_to_all",
+                                "collective_permute", "collective_broadcast", "replica_id"])
+        d = self.src.integer(0, x.op.shape.rank - 1)
+        combine = _combine("or" if x.dtype == BOOL else "add")
+        if kind == "all_reduce":
+            op = b.all_reduce(x.op, combine)
+        elif kind == "reduce_scatter":
+            op = b.reduce_scatter(x.op, combine, d, 1)
+        elif kind == "all_gather":
+            op = b.all_gather(x.op, d, 1)
+        elif kind == "all_to_all":
+            op = b.all_to_all(x.op, d, self.src.integer(0, x.op.shape.rank - 1), 1)
+        elif kind == "collective_permute":
+            op = b.collective_permute(x.op, [(0, 0)] if self.src.chance(0.7) else [])
+        elif kind == "collective_broadcast":
+            op = b.collective_broadcast(x.op)
+        else:
+            rid = b.convert_element_type(b.replica_id(), x.dtype)
+            op = b.add(x.op, b.broadcast(rid, list(x.dims))) if x.dtype != BOOL else x.op
+        return self.add(op, x.bound, x.exact, kind)
 
     # ---- shared operands ----------------------------------------------------------------------
 

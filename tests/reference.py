@@ -1662,6 +1662,29 @@ class Interpreter:
         return _rng_bit_generator(ins[0], a["algorithm"], tuple(a["dimensions"]),
                                   op.shape.tuple_shapes[1].dtype)
 
+    # ---- collectives, as one replica runs them (the fuzzer compiles with num_replicas=1) ----
+
+    def _op_all_reduce(self, op, ins, a):
+        return tuple(x.copy() for x in ins[0])      # a group of one: nothing to combine
+
+    def _op_reduce_scatter(self, op, ins, a):
+        return tuple(x.copy() for x in ins[0])      # shard_count 1: the one block is everything
+
+    def _op_all_gather(self, op, ins, a):
+        return ins[0].copy()
+
+    def _op_all_to_all(self, op, ins, a):
+        return ins[0].copy()
+
+    def _op_collective_broadcast(self, op, ins, a):
+        return ins[0].copy()
+
+    def _op_collective_permute(self, op, ins, a):
+        """Replica 0 receives from a (0, 0) pair, else zeros."""
+        if any(tuple(p) == (0, 0) for p in a["source_target_pairs"]):
+            return ins[0].copy()
+        return np.zeros_like(ins[0])
+
     def _op_replica_id(self, op, ins, a):
         return np.array(0, op.shape.dtype)      # a single replica
 
