@@ -125,6 +125,9 @@ class Importer:
         attributes = module.operation.attributes
         self.num_replicas = int(attributes["mhlo.num_replicas"].value) \
             if "mhlo.num_replicas" in attributes else 1
+        if self.num_replicas < 1:
+            raise CompileError(f"the module's mhlo.num_replicas is {self.num_replicas}; it must be >= 1",
+                               stage="import")
         self._regions: dict[str, XlaComputation] = {}
 
     # -- functions ---------------------------------------------------------------------------

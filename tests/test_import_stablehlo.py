@@ -355,6 +355,13 @@ def test_collectives_with_the_modules_replica_count():
     assert (i0, i1) == (0, 1)
 
 
+def test_bad_replica_count_is_refused():
+    text = (FIXTURES / "collectives.mlir").read_text()
+    text = text.replace("mhlo.num_replicas = 2", "mhlo.num_replicas = 0")
+    with pytest.raises(xm.CompileError, match="mhlo.num_replicas is 0"):
+        imported(text)
+
+
 def test_tokens_infeed_outfeed():
     exe = xm.compile(load("tokens.mlir"))
     x = np.array([1, 2, 3], np.float32)
