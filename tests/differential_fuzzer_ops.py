@@ -200,6 +200,8 @@ class StructuredOps:
         n = len(xs)
         orderable = x.dtype.kind != "f" or x.exact       # no NaN: a strict weak order on its own
         stable = orderable and self.src.chance(0.5)
+        if orderable and n > 1 and not stable and self.src.chance(0.4):
+            return self.sort_ties(xs, dim)
         if stable:
             direction = self.src.choice(["LT", "GT", None])
             comparator = None if direction is None else (
@@ -226,6 +228,23 @@ class StructuredOps:
         res = self.b.sort([v.op for v in xs] if n > 1 else x.op, comparator, dim, is_stable=stable)
         outs = [self.b.get_tuple_element(res, i) for i in range(n)] if n > 1 else [res]
         return [self.add(op, v.bound, v.exact, f"sort dim {dim} {what}") for v, op in zip(xs, outs)]
+
+    def sort_ties(self, xs: list, dim: int) -> list:
+        """An unstable sort by the first operand only: the keys are determined, the other
+        operands only up to the order within runs of equal keys (returned, compared so)."""
+        direction = self.src.choice(["LT", "GT"])
+        n = len(xs)
+        res = self.b.sort([v.op for v in xs], lambda *ps: ps[0].builder.compare(ps[0], ps[1], direction),
+                          dim, is_stable=False)
+        key = self.add(self.b.get_tuple_element(res, 0), xs[0].bound, xs[0].exact,
+                       f"sort dim {dim} unstable by the first operand {direction}")
+        self.wanted.append(key)
+        for i in range(1, n):
+            v = xs[i]
+            tied = type(key)(self.b.get_tuple_element(res, i), v.bound, v.exact, key, dim)
+            self.trace.append(f"  operand {i} of that sort, order within equal keys open")
+            self.wanted.append(tied)
+        return [key]
 
     def g_sort(self) -> Any:
         x = self.pick(lambda v: v.op.shape.rank >= 1)
