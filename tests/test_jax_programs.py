@@ -124,6 +124,26 @@ def batched_indexing(x, i, u):
     return picked, updated, sums, jax.vmap(lambda row, k: lax.dynamic_slice(row, (k,), (2,)))(x, i)
 
 
+def nn_and_cumulative(x):
+    return (jax.nn.gelu(x), jax.nn.gelu(x, approximate=False), jax.scipy.special.logsumexp(x, axis=0),
+            jax.nn.log_softmax(x), jax.nn.one_hot(jnp.argmax(x, 1), 5), jnp.cumsum(x, 1), jnp.cumprod(x, 0),
+            lax.cummax(x, 1), lax.associative_scan(jnp.add, x, axis=1))
+
+
+def convolutions_1d_3d(x, w, x3, w3):
+    return (jnp.convolve(x, w, mode="same"), lax.conv(x3, w3, (1, 1, 1), "SAME"),
+            lax.conv_transpose(x3, w3, (2, 2, 2), "SAME", dimension_numbers=("NCDHW", "OIDHW", "NCDHW")))
+
+
+def complex_math(z):
+    return jnp.sqrt(z), jnp.log(z), jnp.exp(z), z * z.conj(), jnp.angle(z), jnp.tanh(z)
+
+
+def rbg_random(key_data):
+    # The "rbg" PRNG is built on rng_bit_generator.
+    return jax.random.uniform(jax.random.wrap_key_data(key_data, impl="rbg"), (6,))
+
+
 PROGRAMS = {
     "mlp_training_step": (mlp_step, lambda: ((r(8, 16), r(16), r(16, 4), r(4)), r(32, 8), r(32, 4))),
     "cnn": (cnn, lambda: (r(3, 3, 3, 8), r(2, 2, 8, 4), r(2, 16, 16, 3))),
@@ -141,6 +161,10 @@ PROGRAMS = {
                                           rng.integers(0, 2**32, 8, dtype=np.uint64).astype(np.uint32))),
     "bf16_f16": (halfs, lambda: (r(4, 4).astype(jnp.bfloat16), r(4, 4).astype(jnp.bfloat16))),
     "elementwise_and_indexing": (elementwise, lambda: (r(6),)),
+    "nn_and_cumulative": (nn_and_cumulative, lambda: (r(4, 5),)),
+    "conv_1d_3d_transposed": (convolutions_1d_3d, lambda: (r(10), r(3), r(1, 2, 4, 4, 4), r(3, 2, 2, 2, 2))),
+    "complex_math": (complex_math, lambda: ((r(5) + 1j * r(5)).astype(np.complex64),)),
+    "rbg_random": (rbg_random, lambda: (np.arange(4, dtype=np.uint32),)),
     "batched_indexing": (batched_indexing, lambda: (r(5, 6), np.array([0, 3, 5, 3, 1], np.int32), r(5))),
 }
 
@@ -165,6 +189,17 @@ def test_jax_program(name):
     fn, make_args = PROGRAMS[name]
     args = make_args()
     assert_same(xm.jit(fn)(*args), jax.jit(fn)(*args))
+
+
+def test_f64_and_i64_with_x64():
+    def f(a, i):
+        return jnp.sin(a) @ a, i * i + 2**40, a.astype(jnp.float32), jnp.cumsum(i)
+
+    args = (rng.standard_normal((3, 3)), np.arange(4, dtype=np.int64))
+    with jax.enable_x64(True):
+        got, want = xm.jit(f)(*args), jax.jit(f)(*args)
+    assert got[0].dtype == np.float64 and got[1].dtype == np.int64
+    assert_same(got, want)
 
 
 def test_jit_caches_per_signature_and_converts_arguments():
