@@ -80,47 +80,6 @@ def _leaves(value: ir.Value) -> list[ir.Value]:
     return [leaf for e in elements for leaf in _leaves(e)]
 
 
-# Ops whose result may share its operand's buffer after bufferization (views).
-_VIEWS = {"xhlo.reshape", "xhlo.slice", "xhlo.get_tuple_element", "xhlo.optimization_barrier",
-          "builtin.unrealized_conversion_cast"}
-
-
-def _shared(value: ir.Value) -> bool:
-    """Whether a result leaf (or a value it is a view of) is also used by other ops.
-
-    Such a value can end up computed in another result's output buffer (empty-tensor
-    elimination follows the other result's use-def chain back to it) and be overwritten
-    there before its own output is written: returning (dynamic_update_slice(c, u), c)
-    returned the updated array twice. Parameters live in the input buffers: never shared.
-    """
-    chain = [value]
-    while True:
-        owner = chain[-1].owner
-        if isinstance(owner, ir.Block) or owner.name not in _VIEWS or not len(owner.operands):
-            break
-        chain.append(owner.operands[0])
-    if not isinstance(owner, ir.Block) and owner.name == "bufferization.to_tensor":
-        return False
-    for k, v in enumerate(chain):
-        view = chain[k - 1].owner.operation if k else None
-        for use in v.uses:
-            user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-            if user.name in ("xhlo.tuple", "func.return") or (view is not None and user == view):
-                continue
-            return True
-    return False
-
-
-def _snapshot(value: ir.Value) -> ir.Value:
-    """A copy of `value` taken right where it is computed, before anything can overwrite it."""
-    owner = value.owner
-    point = (ir.InsertionPoint.at_block_begin(owner) if isinstance(owner, ir.Block)
-             else ir.InsertionPoint.after(owner))
-    with point:
-        signless = cast(value, signless_type(value.type))
-        return bufferization.AllocTensorOp(signless.type, [], copy=signless).result
-
-
 def _is_tuple(value: ir.Value) -> bool:
     return isinstance(value.type, ir.TupleType) or str(value.type).startswith("tuple<")
 
@@ -227,12 +186,12 @@ def rewrite_entry(f: func.FuncOp, dynamic_strides: bool = False) -> list[Shape]:
                   if not str(leaf.type).startswith("!xhlo.token")]
         for value, layout in zip(values, result_layouts, strict=True):
             leaf = shape_of(value)
-            stored = _snapshot(value) if _shared(value) else cast(value, signless_type(value.type))
             mtype = memref_type(leaf, layout)
             new_outputs.append(mtype)
             result_leaves.append(leaf if layout is None else leaf.with_layout(layout))
             out = block.add_argument(mtype, value.location)
-            bufferization.materialize_in_destination(None, stored, out, restrict=True, writable=True)
+            bufferization.materialize_in_destination(
+                None, cast(value, signless_type(value.type)), out, restrict=True, writable=True)
         func.ReturnOp([])
     ret.erase()
     for _ in old_args:

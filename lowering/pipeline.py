@@ -18,7 +18,7 @@ from mlir.passmanager import PassManager
 from ..dialect.errors import CompileError
 from .approximations import approximate_math
 from .control import loop_state_in_place
-from .destinations import split_shared_inits
+from .destinations import output_tensors, split_shared_inits
 from .exact_fma import exact_fma
 from .fusion import duplicate_cheap_producers
 from .i1_memory import widen_i1_memrefs
@@ -54,10 +54,12 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "canonicalize",
     ]),
     ("bufferized", [
-        split_shared_inits,  # CSE may have merged two ops' destinations
         loop_state_in_place,  # while bodies update their state in its buffers
-        "eliminate-empty-tensors",  # results are computed straight into the output buffers
-        "empty-tensor-to-alloc-tensor",
+        "canonicalize",  # drops what that left dead (the tensor form of loop conditions)
+        split_shared_inits,  # CSE may have merged two ops' destinations (a copy each)
+        # Results computed straight into the output buffers, every write into those
+        # visible to one-shot-bufferize's analysis (instead of eliminate-empty-tensors).
+        output_tensors,
         # Loop state may live in fresh buffers each iteration (while loops).
         "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
         "function-boundary-type-conversion=identity-layout-map}",
