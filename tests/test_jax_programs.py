@@ -219,6 +219,9 @@ def test_jit_caches_per_signature_and_converts_arguments():
     comp = g.lower(np.zeros(2, np.float32), np.zeros(2, np.float32))
     assert isinstance(comp, xm.XlaComputation)
     assert [str(s) for s in comp.program_shape()[0]] == ["f32[2]", "f32[2]"]
+    h = xm.jit(lambda a, *, scale, shift: {"y": a * scale["s"] + shift})
+    out = h(np.ones(2, np.float32), shift=np.float32(1), scale={"s": np.float32(3)})  # keyword pytrees
+    np.testing.assert_array_equal(out["y"], [4, 4])
     # keep_unused: an argument jax would drop still is a parameter.
     np.testing.assert_array_equal(xm.jit(lambda a, b: a * 2)(np.ones(2, np.float32), np.ones(5)), [2, 2])
 
