@@ -123,6 +123,23 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
 ]
 
 
+class _ByIdentity:
+    """A Python pass in a cache key: equal only to itself. The key holds the pass, so
+    its id cannot be reused by another pass while the entry lives (a bare id() could:
+    a freed pipeline's pass and a new one at the same address hit the same entry)."""
+
+    __slots__ = ("spec",)
+
+    def __init__(self, spec: PassSpec) -> None:
+        self.spec = spec
+
+    def __hash__(self) -> int:
+        return id(self.spec)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ByIdentity) and other.spec is self.spec
+
+
 def _describe(spec: PassSpec) -> str:
     return spec if isinstance(spec, str) else getattr(spec, "__name__", repr(spec))
 
@@ -167,7 +184,7 @@ class Pipeline:
 
     def fingerprint(self) -> tuple:
         """A hashable description (callables by identity) for the compile cache."""
-        return tuple((name, tuple(p if isinstance(p, str) else id(p) for p in passes))
+        return tuple((name, tuple(p if isinstance(p, str) else _ByIdentity(p) for p in passes))
                      for name, passes in self._stages)
 
     def __repr__(self) -> str:
