@@ -178,7 +178,9 @@ class StructuredOps:
         if x is None:
             return self.g_unary()
         xs = [x]
-        if self.src.chance(0.25):  # variadic: a second operand of the same dims, any type
+        if self.src.chance(0.1):  # one value as both operands
+            xs.append(x)
+        elif self.src.chance(0.25):  # variadic: a second operand of the same dims, any type
             xs.append(self.partner(x) if self.src.chance(0.5) else
                       self.new_input(self.src.choice([np.dtype(np.float32), np.dtype(np.int32), BOOL]),
                                      x.dims))
@@ -188,7 +190,14 @@ class StructuredOps:
         starts = [self.b.constant(np.int32(self.src.integer(-2, d + 1))) if self.src.chance(0.5)
                   else self.array_input(np.array(self.src.integer(-2, d + 1), np.int32), "start")
                   for d in x.dims]
-        u = self.new_input(x.dtype, [self.src.integer(0, d) for d in x.dims])
+        sizes = [self.src.integer(0, d) for d in x.dims]
+        if self.src.chance(0.3):  # the update is a piece of the operand itself (overlap in place)
+            piece = self.b.slice(x.op, [0] * len(sizes), sizes) if sizes else x.op
+            if sizes and self.src.chance(0.5):
+                piece = self.b.rev(piece, list(range(len(sizes))))
+            u = self.add(piece, x.bound, x.exact, f"slice of the operand {sizes}")
+        else:
+            u = self.new_input(x.dtype, sizes)
         return self.add(self.b.dynamic_update_slice(x.op, u.op, starts), max(x.bound, u.bound),
                         x.exact and u.exact, "dynamic_update_slice")
 
@@ -252,6 +261,9 @@ class StructuredOps:
             return self.g_unary()
         xs = [x]
         for _ in range(self.src.integer(0, 2)):
+            if self.src.chance(0.15):  # one value as two operands
+                xs.append(x)
+                continue
             xs.append(self.partner(x) if self.src.chance(0.5) else
                       self.new_input(self.src.choice([np.dtype(np.float32), np.dtype(np.int32),
                                                       np.dtype(np.uint8), BOOL]), x.dims))
@@ -273,6 +285,8 @@ class StructuredOps:
 
     def while_on(self, x: Any) -> Any:
         trips = self.src.integer(0, 3)
+        if self.src.chance(0.25):
+            return self.swapping_while(x)
         kind = self.src.choice(["add", "dus", "scatter"] if x.op.shape.rank else ["add", "dus"])
         if 0 in x.dims:
             kind = "add"  # no [1, ...] update fits
@@ -312,6 +326,31 @@ class StructuredOps:
         if self.src.chance(0.3):
             self.wanted.append(self.add(self.b.get_tuple_element(loop, 0), trips, True, "while counter"))
         return self.add(out, bound, x.exact, f"while {kind} x{trips}")
+
+    def swapping_while(self, x: Any) -> Any:
+        """State (i, a, b) starting as (0, x, x), one value twice; each trip (i + 1, b, a + k):
+        the two carried buffers trade places."""
+        trips = self.src.integer(0, 4)
+        dt = x.dtype
+        step = np.array(True) if dt == BOOL else np.array(self.src.integer(1, 3), dt)
+
+        def cond(s: xm.XlaOp) -> xm.XlaOp:
+            sb = s.builder
+            return sb.lt(sb.get_tuple_element(s, 0), sb.constant(np.int32(trips)))
+
+        def body(s: xm.XlaOp) -> xm.XlaOp:
+            sb = s.builder
+            i, a, c = (sb.get_tuple_element(s, k) for k in range(3))
+            bumped = sb.xor(a, sb.constant(step)) if dt == BOOL else sb.add(a, sb.constant(step))
+            return sb.tuple([sb.add(i, sb.constant(np.int32(1))), c, bumped])
+
+        b = self.b
+        loop = b.while_(cond, body, b.tuple([b.constant(np.int32(0)), x.op, x.op]))
+        bound = x.bound + trips * float(step)
+        if dt.kind in "iu" and bound >= min(np.iinfo(dt).max, 2**31):
+            bound = INF
+        self.wanted.append(self.add(b.get_tuple_element(loop, 2), bound, x.exact, "swapping while b"))
+        return self.add(b.get_tuple_element(loop, 1), bound, x.exact, f"swapping while x{trips}")
 
     def g_while(self) -> Any:
         x = self.pick()
