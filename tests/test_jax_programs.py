@@ -191,6 +191,44 @@ def test_jax_program(name):
     assert_same(xm.jit(fn)(*args), jax.jit(fn)(*args))
 
 
+def lapack_complex(a, b):
+    spd = a @ a.conj().T + 3 * jnp.eye(3)
+    return jnp.linalg.solve(a, b), jnp.linalg.cholesky(spd), jax.scipy.linalg.lu_factor(a)
+
+
+def lapack_singular_and_swaps(singular, swap, not_pd):
+    # A zero pivot (info > 0), a row swap, cholesky of a matrix that is not positive definite.
+    lu_factor = jax.scipy.linalg.lu_factor
+    return lu_factor(singular), lu_factor(swap), jnp.linalg.cholesky(not_pd)
+
+
+def qr_modes(a, wide):
+    return jnp.linalg.qr(a), jnp.linalg.qr(a, mode="complete"), jnp.linalg.qr(wide, mode="r")
+
+
+def complex_matrix() -> np.ndarray:
+    return (r(3, 3) + 1j * r(3, 3)).astype(np.complex64)
+
+
+LAPACK_CASES = {
+    "complex": (lapack_complex, lambda: (complex_matrix(), complex_matrix()[:, 0].copy())),
+    "singular_and_swaps": (lapack_singular_and_swaps, lambda: (
+        np.array([[1, 2], [2, 4]], np.float32), np.array([[0, 1], [1, 0]], np.float32),
+        -np.eye(2, dtype=np.float32))),
+    "non_square": (lambda a: (lax.linalg.lu(a), lax.linalg.lu(a.T)), lambda: (r(4, 3),)),
+    "qr_modes": (qr_modes, lambda: (r(4, 3), r(3, 5))),
+    "qr_complex_batched": (lambda z, a: (jnp.linalg.qr(z), jnp.linalg.qr(a)),
+                           lambda: (complex_matrix(), r(2, 4, 3))),
+}
+
+
+@pytest.mark.parametrize("case", list(LAPACK_CASES))
+def test_lapack_custom_calls(case):
+    fn, make_args = LAPACK_CASES[case]
+    args = make_args()
+    assert_same(xm.jit(fn)(*args), jax.jit(fn)(*args))
+
+
 def test_f64_and_i64_with_x64():
     def f(a, i):
         return jnp.sin(a) @ a, i * i + 2**40, a.astype(jnp.float32), jnp.cumsum(i)
