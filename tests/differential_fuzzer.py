@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 from builder_fuzzer import Source
-from differential_fuzzer_ops import StructuredOps
+from differential_fuzzer_ops import CUSTOM_CALLS, StructuredOps
 from reference import evaluate
 
 import xlamlir as xm
@@ -495,7 +495,7 @@ class Generator(StructuredOps):
                   "gather", "gather", "scatter", "scatter", "sort", "sort", "while", "conditional",
                   "call", "map", "argmax", "reduce_window", "reduce_window", "select_and_scatter",
                   "conv", "conv", "fft", "cholesky", "triangular_solve", "batch_norm", "bits", "top_k",
-                  "rng_bit_generator", "collective",
+                  "rng_bit_generator", "collective", "custom_call",
                   "twin", "twin", "twin")
 
     def make(self) -> Case:
@@ -565,7 +565,7 @@ def check_case(case: Case) -> str | None:
     """Compile and run `case`; None if it matches the reference interpreter, else why not."""
     exe = xm.compile(case.computation)
     got = exe(*case.args)
-    want = evaluate(case.computation, case.args)
+    want = evaluate(case.computation, case.args, CUSTOM_CALLS)
     if len(case.roots) == 1:
         got, want = (got,), (want,)
     for k, (g, w, v) in enumerate(zip(got, want, case.roots)):

@@ -5,10 +5,10 @@ stable and unstable), control flow (while, conditional, call, map), windows
 (reduce_window, select_and_scatter, convolution with groups, padding and dilations),
 variadic reduce and reduce_window, fft, cholesky / triangular_solve, batch norm
 (training, inference, grad), bitcasts, reduce_precision, top_k, rng_bit_generator,
-collectives on one replica, nested loops, and `g_twin`: two in-place ops (scatter,
-dynamic_update_slice, sort, while, dynamic_slice) on one shared operand, or on two
-structurally identical broadcast constants, both returned, sometimes beside the operand
-itself (the class of the two-scatters bug).
+collectives on one replica, Python custom calls, nested loops, and `g_twin`: two
+in-place ops (scatter, dynamic_update_slice, sort, while, dynamic_slice) on one shared
+operand, or on two structurally identical broadcast constants, both returned, sometimes
+beside the operand itself (the class of the two-scatters bug).
 
 Only programs whose result the semantics determine are drawn: unstable sorts compare
 all operands lexicographically in the total order (equivalent elements are then
@@ -59,6 +59,27 @@ def _window_out(size: int, window: int, stride: int, lo: int, hi: int, base_dil:
     padded = base + lo + hi
     extent = (window - 1) * win_dil + 1
     return (padded - extent) // stride + 1 if padded >= extent else 0
+
+
+def _twice_plus_one(x: np.ndarray) -> np.ndarray:
+    if x.dtype == BOOL:
+        return ~x
+    with np.errstate(all="ignore"):
+        return (x + x + x.dtype.type(1)).astype(x.dtype)
+
+
+def _pair(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    with np.errstate(all="ignore"):
+        return x, (x ^ y if x.dtype == BOOL else (x + y).astype(x.dtype))
+
+
+# Python custom-call targets, registered with the library and given to the interpreter. The
+# identity returns its argument itself, and the pair returns one of its arguments: results
+# that are input buffers.
+CUSTOM_CALLS = {"fuzz_twice_plus_one": _twice_plus_one, "fuzz_identity": lambda x: x,
+                "fuzz_pair": _pair}
+for _name, _fn in CUSTOM_CALLS.items():
+    xm.register_custom_call(_name, _fn)
 
 
 class StructuredOps:
@@ -746,6 +767,21 @@ class StructuredOps:
             rid = b.convert_element_type(b.replica_id(), x.dtype)
             op = b.add(x.op, b.broadcast(rid, list(x.dims))) if x.dtype != BOOL else x.op
         return self.add(op, x.bound, x.exact, kind)
+
+    def g_custom_call(self) -> Any:
+        x = self.pick()
+        b = self.b
+        target = self.src.choice(sorted(CUSTOM_CALLS))
+        if target == "fuzz_pair":
+            y = x if self.src.chance(0.3) else self.partner(x)
+            res = b.custom_call(target, [x.op, y.op], xm.Shape.tuple([x.op.shape, x.op.shape]))
+            self.add(b.get_tuple_element(res, 0), x.bound, x.exact, "custom_call pair.0")
+            bound = x.bound + y.bound if x.dtype.kind == "f" else INF
+            return self.add(b.get_tuple_element(res, 1), bound, x.exact and y.exact, "custom_call pair.1")
+        op = b.custom_call(target, [x.op], x.op.shape)
+        bound = 2 * x.bound + 1 if target == "fuzz_twice_plus_one" and x.dtype.kind == "f" else (
+            x.bound if target == "fuzz_identity" else INF)
+        return self.add(op, bound, x.exact, f"custom_call {target}")
 
     # ---- shared operands ----------------------------------------------------------------------
 
