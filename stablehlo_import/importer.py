@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..builder import XlaBuilder, XlaComputation, XlaOp
 from ..dialect.errors import CompileError, ShapeError, XlaError
 from ..dialect.shapes import Shape
@@ -70,8 +72,7 @@ class OpContext:
             return list(default)
         try:
             return [int(x) for x in attr]
-        except TypeError:
-            import numpy as np
+        except TypeError:  # a multi-dimensional dense elements attribute (e.g. padding)
             return [int(x) for x in np.array(attr).reshape(-1)]
 
     def int(self, name: str, default: int | None = None) -> int:
@@ -87,7 +88,10 @@ class OpContext:
         return default if attr is None else bool(attr.value)
 
     def float(self, name: str) -> float:
-        return float(self.attr(name).value)
+        attr = self.attr(name)
+        if attr is None:
+            raise Unsupported(f"attribute {name!r} is missing")
+        return float(attr.value)
 
     def str(self, name: str, default: str = "") -> str:
         attr = self.attr(name)
@@ -104,8 +108,7 @@ class OpContext:
 
     def closed(self, index: int, role: str) -> XlaComputation:
         """Region `index` as a closed sub-computation of its block arguments."""
-        return self.importer.closed_computation(self.op.regions[index], self.env,
-                                                f"{self.b.name}_{role}", self.op)
+        return self.importer.closed_computation(self.op.regions[index], f"{self.b.name}_{role}", self.op)
 
     def unpack(self, value: XlaOp, count: int) -> list[XlaOp]:
         """`count` results from one XlaOp: itself for 1, its tuple elements otherwise."""
@@ -115,6 +118,8 @@ class OpContext:
 
 
 class Importer:
+    """One module's import: its functions by name, the replica count, shared region builds."""
+
     def __init__(self, module: Any, filename: str | None = None) -> None:
         self.module = module
         self.filename = filename
@@ -205,8 +210,7 @@ class Importer:
 
     # -- regions -----------------------------------------------------------------------------
 
-    def closed_computation(self, region: Any, outer_env: dict[Any, XlaOp], name: str,
-                           op: Any) -> XlaComputation:
+    def closed_computation(self, region: Any, name: str, op: Any) -> XlaComputation:
         """A region whose block arguments are its parameters; only constants may be captured.
         Regions with the same text share one computation (every `add` reducer of a program is
         built once: a build costs tens of milliseconds)."""

@@ -392,3 +392,24 @@ def test_every_stablehlo_op_is_imported_or_documented_as_not():
     doc = (Path(__file__).parent.parent / "docs" / "importing.md").read_text()
     for name in not_imported - {"return"}:
         assert f"`{name}`" in doc, name
+
+
+def test_regions_that_differ_only_in_operand_order_stay_apart():
+    # Identical closed regions share one computation; a subtract with swapped operands is not one.
+    reducer = """stablehlo.reduce(%x init: %z) across dimensions = [0]
+          : (tensor<1xf32>, tensor<f32>) -> tensor<f32>
+        reducer(%a: tensor<f32>, %b: tensor<f32>) {
+          %s = stablehlo.subtract LHS, RHS : tensor<f32>
+          stablehlo.return %s : tensor<f32>
+        }"""
+    text = f"""func.func @main(%x: tensor<1xf32>) -> (tensor<f32>, tensor<f32>, tensor<f32>) {{
+      %z = stablehlo.constant dense<0.0> : tensor<f32>
+      %0 = {reducer.replace("LHS", "%a").replace("RHS", "%b")}
+      %1 = {reducer.replace("LHS", "%b").replace("RHS", "%a")}
+      %2 = {reducer.replace("LHS", "%a").replace("RHS", "%b")}
+      return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<f32>
+    }}"""
+    comp = imported(text)
+    assert comp.as_mlir_text().count("func.func") == 3  # main and two reducers
+    # One element: the reducer runs once, as reducer(init, x).
+    assert xm.compile(comp)(np.array([5.0], np.float32)) == (-5.0, 5.0, -5.0)
