@@ -413,3 +413,32 @@ def test_regions_that_differ_only_in_operand_order_stay_apart():
     assert comp.as_mlir_text().count("func.func") == 3  # main and two reducers
     # One element: the reducer runs once, as reducer(init, x).
     assert xm.compile(comp)(np.array([5.0], np.float32)) == (-5.0, 5.0, -5.0)
+
+
+def test_nested_regions_capture_through_every_level():
+    # %scale is used only inside a while that is inside an if: both levels thread it through;
+    # the constant %two is rebuilt where it is used.
+    text = """func.func @main(%p: tensor<i1>, %x: tensor<3xf32>, %scale: tensor<3xf32>) -> tensor<3xf32> {
+      %two = stablehlo.constant dense<2> : tensor<i32>
+      %r = "stablehlo.if"(%p) ({
+        %zero = stablehlo.constant dense<0> : tensor<i32>
+        %w:2 = stablehlo.while(%i = %zero, %acc = %x) : tensor<i32>, tensor<3xf32>
+          cond {
+            %lt = stablehlo.compare LT, %i, %two : (tensor<i32>, tensor<i32>) -> tensor<i1>
+            stablehlo.return %lt : tensor<i1>
+          } do {
+            %one = stablehlo.constant dense<1> : tensor<i32>
+            %i1 = stablehlo.add %i, %one : tensor<i32>
+            %m = stablehlo.multiply %acc, %scale : tensor<3xf32>
+            stablehlo.return %i1, %m : tensor<i32>, tensor<3xf32>
+          }
+        "stablehlo.return"(%w#1) : (tensor<3xf32>) -> ()
+      }, {
+        "stablehlo.return"(%scale) : (tensor<3xf32>) -> ()
+      }) : (tensor<i1>) -> tensor<3xf32>
+      return %r : tensor<3xf32>
+    }"""
+    exe = xm.compile(imported(text))
+    x, scale = np.array([1, 2, 3], np.float32), np.array([2, 3, -1], np.float32)
+    np.testing.assert_array_equal(exe(True, x, scale), x * scale * scale)
+    np.testing.assert_array_equal(exe(False, x, scale), scale)
