@@ -317,6 +317,9 @@ def test_cli_import_and_run(tmp_path, capsys):
     bad.write_text("func.func @main() {\n  %0 = stablehlo.nonsense\n}\n")
     assert main(["import", str(bad)]) == 1
     assert re.search(r"bad\.mlir:2:\d+", capsys.readouterr().err)
+    bad.write_bytes(b"\xff\xfe not text")
+    assert main(["run", str(bad)]) == 1
+    assert "neither MLIR bytecode" in capsys.readouterr().err
 
 
 def test_custom_call_to_a_registered_target():
