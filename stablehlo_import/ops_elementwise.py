@@ -47,7 +47,7 @@ for _name, _method in BINARY.items():
 
 @handles("stablehlo.constant")
 def constant(cx: OpContext) -> XlaOp:
-    value = dense_array(cx.op, cx.result_shape)
+    value = dense_array(cx.op, cx.result_shape, resources=cx.importer.resource)
     if value.dtype == np.bool_ and value.size > 1 and (value.all() or not value.any()):
         # Works around a lowering bug: a splat PRED constant of more than 8 elements reads
         # garbage (reported); a broadcast scalar gives the same value.

@@ -174,6 +174,26 @@ def test_constants_keep_their_bits():
     assert splat.all()
 
 
+def test_dense_resource_constants():
+    # Exporters from other frameworks keep weights as blobs in the module's dialect_resources.
+    text = """func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+      %w = stablehlo.constant dense_resource<weights.0> : tensor<3xf32>
+      %0 = stablehlo.multiply %x, %w : tensor<3xf32>
+      return %0 : tensor<3xf32>
+    }
+    {-#
+      dialect_resources: {
+        builtin: {
+          weights.0: "0x040000000000803F00000040000040C0"
+        }
+      }
+    #-}"""
+    np.testing.assert_array_equal(xm.compile(imported(text))(np.ones(3, np.float32)), [1, 2, -3])
+    missing = text.replace("dense_resource<weights.0>", "dense_resource<other>")
+    with pytest.raises(xm.CompileError, match=r"constant at <input>:2:\d+: .*resource 'other' is missing"):
+        imported(missing)
+
+
 def test_hex_constant_of_a_large_array():
     from jaxlib.mlir import ir
 
