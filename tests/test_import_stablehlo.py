@@ -465,3 +465,21 @@ def test_nested_regions_capture_through_every_level():
     x, scale = np.array([1, 2, 3], np.float32), np.array([2, 3, -1], np.float32)
     np.testing.assert_array_equal(exe(True, x, scale), x * scale * scale)
     np.testing.assert_array_equal(exe(False, x, scale), scale)
+
+
+def test_dynamic_ops_with_static_results():
+    # Shape operands that are not constants: the static result type decides (a shape operand
+    # that disagrees with it makes the program invalid StableHLO).
+    text = """func.func @main(%x: tensor<6xf32>, %s: tensor<2xi32>, %n: tensor<1xi32>)
+        -> (tensor<2x3xf32>, tensor<4xi32>, tensor<2x6xf32>) {
+      %0 = stablehlo.dynamic_reshape %x, %s : (tensor<6xf32>, tensor<2xi32>) -> tensor<2x3xf32>
+      %1 = stablehlo.dynamic_iota %n, dim = 0 : (tensor<1xi32>) -> tensor<4xi32>
+      %2 = stablehlo.dynamic_broadcast_in_dim %x, %s, dims = [1]
+          : (tensor<6xf32>, tensor<2xi32>) -> tensor<2x6xf32>
+      return %0, %1, %2 : tensor<2x3xf32>, tensor<4xi32>, tensor<2x6xf32>
+    }"""
+    x = np.arange(6, dtype=np.float32)
+    r, i, bc = xm.compile(imported(text))(x, np.array([2, 3], np.int32), np.array([4], np.int32))
+    np.testing.assert_array_equal(r, x.reshape(2, 3))
+    np.testing.assert_array_equal(i, np.arange(4))
+    np.testing.assert_array_equal(bc, np.broadcast_to(x, (2, 6)))
