@@ -89,9 +89,10 @@ import numpy as np
 sys.path.insert(0, {tests!r})
 from test_disk_cache import X, program
 import xlamlir as xm
+from xlamlir.runtime import disk_cache
 exe = xm.compile(program({scale}))
 print(json.dumps({{"stats": {{k: v for k, v in exe.compile_stats.items() if k.startswith("disk")}},
-                  "result": exe(X).tolist()}}))
+                  "result": exe(X).tolist(), "sources": disk_cache._SOURCES}}))
 """
 
 
@@ -107,13 +108,24 @@ def child_output(proc: subprocess.Popen) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def same_sources(*outputs: dict) -> bool:
+    """Whether the processes ran the same library: in a working tree someone edits, a file
+    saved between two of them changes the key (as it must)."""
+    return len({out["sources"] for out in outputs}) == 1
+
+
 def test_a_second_process_loads_the_entry(cache: Path) -> None:
-    parent = fresh(program())
-    assert parent.compile_stats["disk_cache"] == "miss"
-    child = child_output(run_child())
-    assert child["stats"]["disk_cache"] == "hit", child["stats"]
-    assert child["stats"]["disk_cache_load_s"] > 0
-    np.testing.assert_array_equal(np.float32(child["result"]), parent(X))
+    for _ in range(3):
+        first = child_output(run_child())
+        second = child_output(run_child())
+        if same_sources(first, second):
+            break
+    else:
+        pytest.skip("the library's source files kept changing during the test")
+    assert second["stats"]["disk_cache"] == "hit", second["stats"]
+    assert second["stats"]["disk_cache_load_s"] > 0
+    assert second["result"] == first["result"]
+    np.testing.assert_allclose(np.float32(second["result"]), expected(), rtol=1e-6, atol=1e-5)
 
 
 def test_what_the_key_holds_decides_hits(cache: Path) -> None:
@@ -265,14 +277,21 @@ def test_a_bad_entry_is_ignored_and_rebuilt(damage, cache: Path) -> None:
 
 
 def test_concurrent_writers(cache: Path) -> None:
-    first, second = run_child(), run_child()
-    outputs = [child_output(first), child_output(second)]
-    for out in outputs:
-        assert out["stats"]["disk_cache"] in ("miss", "hit")
-        np.testing.assert_allclose(np.float32(out["result"]), expected(), rtol=1e-6, atol=1e-5)
+    for _ in range(3):
+        disk_cache.clear(str(cache))
+        first, second = run_child(), run_child()  # both compile and write at about once
+        outputs = [child_output(first), child_output(second)]
+        for out in outputs:
+            assert out["stats"]["disk_cache"] in ("miss", "hit")
+            np.testing.assert_allclose(np.float32(out["result"]), expected(), rtol=1e-6, atol=1e-5)
+        assert not list(cache.glob(".tmp-*")) and not list(cache.glob(".load-*"))
+        last = child_output(run_child())
+        if same_sources(*outputs, last):
+            break
+    else:
+        pytest.skip("the library's source files kept changing during the test")
     assert len(entries(cache)) == 1
-    assert not list(cache.glob(".tmp-*")) and not list(cache.glob(".load-*"))
-    assert fresh(program()).compile_stats["disk_cache"] == "hit"
+    assert last["stats"]["disk_cache"] == "hit"
 
 
 def test_the_size_bound_evicts_the_least_recently_used(cache: Path,
