@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..dialect.shapes import Shape
+from ..dialect.verify import ENTRY
 from . import graphviz
-from .emit import ENTRY, ModuleEmitter, check_parameters
+from .emit import ModuleEmitter, check_parameters
 
 if TYPE_CHECKING:
     from .recorder import Recorder as XlaBuilder

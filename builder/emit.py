@@ -20,14 +20,12 @@ from ..dialect.errors import ShapeError
 from ..dialect.irdl import OPERAND_SEGMENTS, RESULT_SEGMENTS, new_context, segment_runs
 from ..dialect.registry import ELEMENTS
 from ..dialect.shapes import Shape, to_mlir_type_text
-from ..dialect.verify import LAYOUT_ATTR
+from ..dialect.verify import ENTRY, LAYOUT_ATTR
 from .xla_op import XlaOp
 
 if TYPE_CHECKING:
     from .recorder import Recorder as XlaBuilder
 
-# The entry function's symbol: what compile_mlir and export look for.
-ENTRY = "main"
 
 class _TypeCache:
     def __init__(self) -> None:

@@ -1,5 +1,4 @@
-"""CustomCallMethods: XlaBuilder.custom_call. Imports `dialect` and `builder.recorder`.
-"""
+"""CustomCallMethods: XlaBuilder.custom_call. Imports `dialect` and `builder.recorder`."""
 
 from __future__ import annotations
 

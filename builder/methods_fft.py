@@ -1,5 +1,4 @@
-"""FftMethods: XlaBuilder.fft. Imports `dialect` and `builder.recorder`.
-"""
+"""FftMethods: XlaBuilder.fft. Imports `dialect` and `builder.recorder`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """IndexingMethods: the XlaBuilder methods of the indexing family. Imports `dialect` and
 `builder.recorder`.
 
-
 `gather` and `scatter` take their dimension numbers as the records of
 `dialect.ops_indexing` (exported as `xm.GatherDimensionNumbers` /
 `xm.ScatterDimensionNumbers`) or as a mapping of their fields; each field

@@ -5,7 +5,8 @@ The op families (`builder.methods_*`) are mixins deriving from Recorder and use 
 its public API:
 
 - `check_operand(op, value)`: an XlaOp of this builder, or a ShapeError.
-- `as_op(value, like)`: a Python/numpy scalar as a constant (of `like`'s type).
+- `as_op(value, like)`, `scalar_as_op(op, value, like)`: a Python/numpy scalar as a
+  constant (of `like`'s element type).
 - `emit(op, operands, attrs)`: run the op's shape rule and record it; the only way
   ops enter a computation.
 - `trace(op, computation, param_shapes, role)`: a sub-computation, given as an
@@ -37,6 +38,7 @@ import numpy as np
 from ..dialect.errors import ShapeError
 from ..dialect.registry import OpDef, lookup
 from ..dialect.shapes import PrimitiveType, Shape, dtype_of, type_of
+from . import args
 from .argcheck import checked
 from .computation import XlaComputation
 from .xla_op import XlaOp
@@ -128,10 +130,10 @@ def api_method(fn: Callable[..., Any]) -> Callable[..., Any]:
         return method
 
     @functools.wraps(method)
-    def on_traced_builder(self: Recorder, *args: Any, **kwargs: Any) -> Any:
+    def on_traced_builder(self: Recorder, *positional: Any, **keywords: Any) -> Any:
         while self.tracing is not None:
             self = self.tracing
-        return method(self, *args, **kwargs)
+        return method(self, *positional, **keywords)
 
     return on_traced_builder
 
@@ -243,11 +245,11 @@ class Recorder:
         _check_arity(op_name, role, computation, param_shapes)
         sub = type(self)(f"{self.name}_{op_name}_{role}")
         params = [sub.parameter(i, s) for i, s in enumerate(param_shapes)]
-        self.tracing = sub
+        outer, self.tracing = self.tracing, sub
         try:
             root = computation(*params)
         finally:
-            self.tracing = None
+            self.tracing = outer
         if isinstance(root, (list, tuple)):
             root = sub.tuple(list(root))
         if not isinstance(root, XlaOp):
@@ -262,15 +264,16 @@ class Recorder:
 
     @api_method
     def parameter(self, number: int, shape: Shape, name: str = "") -> XlaOp:
-        if not isinstance(number, (int, np.integer)) or isinstance(number, bool) or number < 0:
-            raise ShapeError("parameter", [], f"the parameter number must be an int >= 0, got {number!r}")
+        given = number
+        number = args.integer("parameter", number, "the parameter number")
+        if number < 0:
+            raise ShapeError("parameter", [], f"the parameter number must be an int >= 0, got {given!r}")
         if not isinstance(shape, Shape):
             raise ShapeError("parameter", [], f"expected an xm.Shape, got {type(shape).__name__}")
-        if int(number) in self.parameters:
+        if number in self.parameters:
             raise ShapeError("parameter", [shape], f"parameter number {number} is already defined")
-        op = XlaOp(self, shape, parameter_number=int(number), parameter_name=name,
-                   location=user_location())
-        self.parameters[int(number)] = op
+        op = XlaOp(self, shape, parameter_number=number, parameter_name=name, location=user_location())
+        self.parameters[number] = op
         self.ops.append(op)
         return op
 
@@ -307,11 +310,12 @@ class Recorder:
     @api_method
     def get_tuple_element(self, tuple_data: XlaOp, index: int) -> XlaOp:
         tuple_data = self.check_operand("get_tuple_element", tuple_data)
+        index = args.integer("get_tuple_element", index, "index")
         if tuple_data.opdef is not None and tuple_data.opdef.name == "tuple":
             # Direct forwarding keeps the graph small; the shape rule still runs.
             lookup("get_tuple_element").infer(tuple_data.shape, index=index)
             return tuple_data.operands[0][index]
-        return self.emit("get_tuple_element", [tuple_data], {"index": int(index)})
+        return self.emit("get_tuple_element", [tuple_data], {"index": index})
 
     # -- building -------------------------------------------------------------------------------
 

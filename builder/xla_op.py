@@ -7,7 +7,7 @@ created only when the computation is built. Imports `dialect`.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 # What a builder method taking `XlaOp | Scalar` also accepts: it becomes a constant (of the
 # other operand's element type where there is one, as for the operators).
-Scalar = Union[bool, int, float, complex, np.generic]  # noqa: UP007 - a runtime alias
+Scalar = bool | int | float | complex | np.generic
 
 # Unique across builders: emission and graph output key ops by it.
 _UIDS = itertools.count()
