@@ -1,8 +1,8 @@
 """Normalisers of the builder methods' arguments: the only place user input becomes Python
 ints, int tuples, bools and explicit padding pairs.
 
-Every function takes `(op, value, what)`: the method's name and the argument's name
-are only used in the ShapeError for a value of the wrong kind, e.g.
+The normalisers of one argument take `(op, value, what)`: the method's and the
+argument's names are only used in the ShapeError for a value of the wrong kind, e.g.
 `ints("transpose", [1, "a"], "permutation")`. numpy integers are accepted wherever an
 int is; bools never are (an int slot given True is most likely an argument mix-up).
 `padding` turns "SAME"/"VALID" into (low, high) pairs as XLA's MakePadding does,

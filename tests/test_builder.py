@@ -9,6 +9,7 @@ constant cases run end to end against numpy.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import ml_dtypes
 import numpy as np
@@ -905,3 +906,23 @@ def test_parameter_and_build_stay_on_their_own_builder(b) -> None:
 
     b.map([x], body)
     assert seen[0].builder is b and b.parameters[1] is seen[0]
+
+
+# ---- argument kinds: every public method of a family mixin is checked -------------------------
+
+
+def test_a_python_error_from_an_argument_of_the_wrong_kind_is_a_shape_error() -> None:
+    from xlamlir import XlaOp
+    from xlamlir.builder.recorder import Recorder
+
+    class Probe(Recorder):  # a new family: wrapped when the class is created
+        def probe(self, operand: XlaOp, sizes: Sequence[int]) -> int:
+            return operand.shape.rank + len(sizes)
+
+    b = Probe("probe")
+    x = b.parameter(0, S("f32[2]"))
+    assert b.probe(x, [1, 2]) == 3
+    with pytest.raises(xm.ShapeError, match=r"probe.*sizes must be a sequence of ints, got int 3"):
+        b.probe(x, 3)
+    with pytest.raises(xm.ShapeError, match=r"probe.*operand must be an XlaOp, got NoneType"):
+        b.probe(None, [1])
