@@ -47,9 +47,10 @@ class Workload:
 class CompiledOnly(Exception):  # noqa: N818 - a signal, not an error
     """Raised by `compile_ours` under COMPILE_ONLY: the workload stops after compiling."""
 
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"compiled in {seconds:.3f} s")
+    def __init__(self, seconds: float, disk_cache: list[str]) -> None:
+        super().__init__(f"compiled in {seconds:.3f} s (disk cache: {', '.join(disk_cache)})")
         self.seconds = seconds
+        self.disk_cache = disk_cache  # "hit", "miss" or "off" per computation
 
 
 def rounds(n: int) -> int:
@@ -65,7 +66,7 @@ def compile_ours(*computations: xm.XlaComputation) -> tuple[list[Any], float]:
     exes = [xm.compile(c) for c in computations]
     seconds = time.perf_counter() - start
     if COMPILE_ONLY:
-        raise CompiledOnly(seconds)
+        raise CompiledOnly(seconds, [str(e.compile_stats.get("disk_cache", "-")) for e in exes])
     return exes, seconds
 
 

@@ -4,6 +4,7 @@ row is reported and skipped, quick mode and the warm-cache subprocess's compile-
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -63,10 +64,31 @@ def test_a_failing_row_is_reported_and_skipped(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setattr(suite, "all_workloads", lambda: [
         timing.Workload("broken row", broken, None), timing.Workload("fine row", fine, None),
         timing.Workload("filtered out", broken, None)])
-    monkeypatch.setattr(suite, "HERE", tmp_path)
+    monkeypatch.setattr(suite, "RESULTS", tmp_path / "results.json")
+    monkeypatch.setattr(suite, "persistent_cache_available", lambda: False)
     assert suite.main(["--quick", "--only", "row"]) == 1
     out = capsys.readouterr().out
     assert "broken row" in out and "SKIPPED: AssertionError: ours differs" in out
     results = json.loads((tmp_path / "results.json").read_text())
     assert [r["workload"] for r in results["workloads"]] == ["fine row"]
     assert results["failures"] == [{"workload": "broken row", "error": "AssertionError: ours differs"}]
+
+
+@pytest.mark.skipif(not suite.persistent_cache_available(), reason="no persistent compile cache")
+def test_warm_column_is_a_second_process_disk_cache_hit(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    monkeypatch.setattr(suite, "RESULTS", tmp_path / "results.json")
+    monkeypatch.delenv(suite.CACHE_ENV, raising=False)
+    assert suite.main(["--quick", "--only", "while 1000"]) == 0
+    (row,) = json.loads((tmp_path / "results.json").read_text())["workloads"]
+    assert row["warm_compile_s"] is not None and row["warm_compile_s"] > 0
+    assert suite.CACHE_ENV not in os.environ  # the run's temporary cache is undone
+
+
+def test_warm_column_is_empty_when_the_cache_is_off(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    monkeypatch.setattr(suite, "RESULTS", tmp_path / "results.json")
+    monkeypatch.setenv(suite.CACHE_ENV, "off")
+    assert suite.main(["--quick", "--only", "while 1000"]) == 0
+    (row,) = json.loads((tmp_path / "results.json").read_text())["workloads"]
+    assert row["warm_compile_s"] is None
