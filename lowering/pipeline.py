@@ -8,6 +8,7 @@ text after every stage. Imports `dialect` and the lowering modules.
 from __future__ import annotations
 
 import copy
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -210,9 +211,10 @@ class Pipeline:
 
         merge = not per_pass and after_each_pass is None
         stages: dict[str, str] = {}
+        full = ""  # the last stage's text as printed, bookkeeping attributes included
         for name, passes in self._stages:
             # Kept for a reproducer if a pass fails (the previous stage's text: no cost).
-            stage_input = next(reversed(stages.values())) if stages else (text() if passes else "")
+            stage_input = full if stages else (text() if passes else "")
             for group in _groups(passes, merge):
                 start = time.perf_counter()
                 try:
@@ -230,8 +232,24 @@ class Pipeline:
                                     time.perf_counter() - start))
                 if after_each_pass is not None:
                     after_each_pass.append((name, _describe(group[0]), text()))
-            stages[name] = text()
+            full = text()
+            # The first stage is the module as given, exactly (compile_mlir round trips).
+            stages[name] = readable_stage_text(full) if stages else full
         return stages
+
+
+# Discardable attributes the lowering sets for its own passes, not part of the program:
+# tensor.empty's `xlamlir.accumulator` keeps CSE from merging two accumulators
+# (lowering/reduce.py); its value is a process-wide counter, so it would also make the
+# text of one program differ from compile to compile.
+_BOOKKEEPING = re.compile(r"(?: \{xlamlir\.accumulator = -?\d+ : i64\}"
+                          r"|xlamlir\.accumulator = -?\d+ : i64, |, xlamlir\.accumulator = -?\d+ : i64)")
+
+
+def readable_stage_text(text: str) -> str:
+    """A stage's text as `exe.stages` shows it: without the lowering's bookkeeping attributes.
+    The module itself keeps them (and a pass-failure reproducer gets the full text)."""
+    return _BOOKKEEPING.sub("", text)
 
 
 def _groups(passes: list[PassSpec], merge: bool) -> list[list[PassSpec]]:
