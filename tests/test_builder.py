@@ -926,3 +926,18 @@ def test_a_python_error_from_an_argument_of_the_wrong_kind_is_a_shape_error() ->
         b.probe(x, 3)
     with pytest.raises(xm.ShapeError, match=r"probe.*operand must be an XlaOp, got NoneType"):
         b.probe(None, [1])
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+                                   np.int64, np.uint64, np.float16, ml_dtypes.bfloat16, np.float32,
+                                   np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("shape", [(), (1,), (9,), (8, 8), (3, 0), (17, 5)])
+def test_splat_and_mixed_constants_of_every_type(dtype, shape) -> None:
+    """A splat constant (every element equal) is stored as one value: a PRED splat of more
+    than 8 elements came back as garbage (numpy misread the i1 attribute)."""
+    rng = np.random.default_rng(len(shape))
+    for value in (np.ones(shape, dtype), np.zeros(shape, dtype),
+                  (rng.random(shape) < 0.5).astype(dtype)):
+        b = xm.XlaBuilder("splat")
+        b.constant(value)
+        np.testing.assert_array_equal(xm.compile(b.build())(), value)
