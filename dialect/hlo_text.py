@@ -439,11 +439,10 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
     if kind == "fft":
         return opcode, [f"fft_type={a['fft_type']}", f"fft_length={_ints(a['fft_length'])}"], operands
     if kind == "cholesky":
-        return opcode, [f"lower={_bool(a['lower'])}"], operands
-    if kind == "triangular_solve":
-        return opcode, [f"left_side={_bool(a['left_side'])}", f"lower={_bool(a['lower'])}",
-                        f"unit_diagonal={_bool(a['unit_diagonal'])}",
-                        f"transpose_a={a['transpose_a']}"], operands
+        return opcode, ["lower=true" if a["lower"] else ""], operands
+    if kind == "triangular_solve":  # XLA's TriangularSolveOptionsToString: true flags only
+        flags = [f"{flag}=true" for flag in ("left_side", "lower", "unit_diagonal") if a[flag]]
+        return opcode, [*flags, f"transpose_a={a['transpose_a']}"], operands
     if kind == "sort":
         return opcode, [f"dimensions={{{a['dimension']}}}",
                         "is_stable=true" if a["is_stable"] else "",
@@ -477,10 +476,10 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
     if kind in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "collective_broadcast",
                 "collective_permute"):
         extra = []
-        if "replica_groups" in a:
-            extra.append(_groups(a["replica_groups"]))
         if a.get("channel_id"):
             extra.append(f"channel_id={a['channel_id']}")
+        if "replica_groups" in a:
+            extra.append(_groups(a["replica_groups"]))
         if kind == "all_gather":
             extra.append(f"dimensions={{{a['all_gather_dim']}}}")
         if kind == "reduce_scatter":

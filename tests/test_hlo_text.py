@@ -378,3 +378,30 @@ def test_ops_without_an_hlo_opcode_print_as_xla_would_hold_them() -> None:
     assert 'custom_call_target="atan"' in text
     assert "token[] after-all()" in text
     assert 'dimensions={0}, frontend_attributes={concat_dimension="0",split_count="1"}' in text
+
+
+def test_linear_algebra_and_collective_options() -> None:
+    b = xm.XlaBuilder("la")
+    a = b.parameter(0, arr(F32, 3, 3))
+    b.tuple([b.triangular_solve(a, a, True, False, True, "NO_TRANSPOSE"), b.cholesky(a, lower=False),
+             b.all_reduce(a, _sum, replica_groups=[[0]], channel_id=2)])
+    text = text_of(b.build())
+    assert "%parameter.5), left_side=true, unit_diagonal=true, transpose_a=NO_TRANSPOSE\n" in text
+    assert re.search(r"cholesky\(f32\[3,3\]\{1,0\} %parameter\.\d+\)\n", text)
+    assert "channel_id=2, replica_groups={{0}}, to_apply=%la_all_reduce_computation.1\n" in text
+
+
+def test_an_executable_hlo_stage_and_an_imported_program_print() -> None:
+    exe = xm.compile(_built("stage", lambda b: b.sort(b.parameter(0, arr(F32, 5)))))
+    assert "sort(f32[5]{0} %parameter." in hlo_text(exe.stages["hlo"])
+    jnp = pytest.importorskip("jax.numpy")
+    comp = xm.jit(lambda x: jnp.cumsum(jnp.tanh(x) @ x.T, axis=0)).lower(np.ones((3, 4), np.float32))
+    text = hlo_text(comp.as_mlir_text(), comp.name)
+    assert text.startswith(f"HloModule {comp.name}, entry_computation_layout={{(f32[3,4]{{1,0}})")
+    assert " dot(" in text and " tanh(" in text
+
+
+def _built(name: str, build: Callable[[xm.XlaBuilder], object]) -> xm.XlaComputation:
+    b = xm.XlaBuilder(name)
+    build(b)
+    return b.build()
