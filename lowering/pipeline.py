@@ -211,10 +211,9 @@ class Pipeline:
 
         merge = not per_pass and after_each_pass is None
         stages: dict[str, str] = {}
-        full = ""  # the last stage's text as printed, bookkeeping attributes included
         for name, passes in self._stages:
             # Kept for a reproducer if a pass fails (the previous stage's text: no cost).
-            stage_input = full if stages else (text() if passes else "")
+            stage_input = next(reversed(stages.values())) if stages else (text() if passes else "")
             for group in _groups(passes, merge):
                 start = time.perf_counter()
                 try:
@@ -232,10 +231,8 @@ class Pipeline:
                                     time.perf_counter() - start))
                 if after_each_pass is not None:
                     after_each_pass.append((name, _describe(group[0]), text()))
-            full = text()
-            # The first stage is the module as given, exactly (compile_mlir round trips).
-            stages[name] = readable_stage_text(full) if stages else full
-        return stages
+            stages[name] = text()
+        return readable_stages(stages)
 
 
 # Discardable attributes the lowering sets for its own passes, not part of the program:
@@ -246,10 +243,33 @@ _BOOKKEEPING = re.compile(r"(?: \{xlamlir\.accumulator = -?\d+ : i64\}"
                           r"|xlamlir\.accumulator = -?\d+ : i64, |, xlamlir\.accumulator = -?\d+ : i64)")
 
 
+# MLIR prints an elements attribute of more than 100 elements as one hex string (a
+# 4096-element f32 constant is a 32,000-character line); elided as MLIR's own
+# `large_elements_limit` printing does.
+_LARGE_CONSTANT = re.compile(r'dense<"0x[0-9A-F]{256,}">')
+ELIDED = "dense_resource<__elided__>"
+
+
 def readable_stage_text(text: str) -> str:
-    """A stage's text as `exe.stages` shows it: without the lowering's bookkeeping attributes.
-    The module itself keeps them (and a pass-failure reproducer gets the full text)."""
+    """A stage's text without the lowering's bookkeeping attributes (the module keeps them)."""
     return _BOOKKEEPING.sub("", text)
+
+
+def readable_stages(stages: dict[str, str]) -> dict[str, str]:
+    """The stage texts as `exe.stages` shows them.
+
+    The first stage is the module as given, exactly (compile_mlir round trips it). The
+    stages after it lose the bookkeeping attributes; the ones between the first and the
+    last also have their large constants elided (more than 128 bytes of data): only for
+    reading, nothing compiles them. The last stage keeps its constants: `exe.export`
+    compiles it.
+    """
+    names = list(stages)
+    shown = dict(stages)
+    for i, name in enumerate(names[1:], start=1):
+        text = readable_stage_text(stages[name])
+        shown[name] = _LARGE_CONSTANT.sub(ELIDED, text) if i < len(names) - 1 else text
+    return shown
 
 
 def _groups(passes: list[PassSpec], merge: bool) -> list[list[PassSpec]]:

@@ -12,7 +12,7 @@ from mlir import ir
 
 import xlamlir as xm
 from xlamlir.dialect.irdl import new_context
-from xlamlir.lowering.pipeline import readable_stage_text
+from xlamlir.lowering.pipeline import ELIDED, readable_stage_text
 
 F32 = xm.F32
 
@@ -82,6 +82,23 @@ def test_readable_stage_text_drops_the_attribute_in_every_position() -> None:
     assert readable_stage_text(text) == ("%0 = tensor.empty() : tensor<4xf32>\n"
                                          "%1 = tensor.empty() {a = 1 : i64} : tensor<4xf32>\n"
                                          "%2 = tensor.empty() {b = 2 : i64} : tensor<4xf32>\n")
+
+
+def test_large_constants_are_elided_between_the_first_and_last_stages() -> None:
+    b = xm.XlaBuilder("big_constant")
+    table = np.arange(4096, dtype=np.float32).reshape(64, 64)
+    b.add(b.parameter(0, xm.Shape.array(F32, (64, 64))), b.constant(table))
+    comp = b.build()
+    exe = xm.compile(comp)
+    names = list(exe.stages)
+    assert exe.stages["hlo"] == comp.as_mlir_text()  # re-parseable: compile_mlir round trips
+    for stage in names[1:-1]:
+        assert ELIDED in exe.stages[stage], stage
+        assert max(map(len, exe.stages[stage].splitlines())) < 400, stage
+    assert ELIDED not in exe.stages[names[-1]]  # exe.export compiles the last stage
+    np.testing.assert_array_equal(exe(np.ones((64, 64), np.float32)), table + 1)
+    np.testing.assert_array_equal(xm.compile_mlir(exe.stages["hlo"])(np.zeros((64, 64), np.float32)),
+                                  table)
 
 
 def test_the_hlo_stage_is_the_module_as_built() -> None:
