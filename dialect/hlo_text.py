@@ -570,6 +570,6 @@ def _literal_text(data: np.ndarray, t: PrimitiveType) -> str:
 
 def constant_literal(attr: ir.Attribute, shape: Shape) -> str:
     """The parenthesised part of a constant: its literal, or `{...}` when large."""
-    if shape.numel > LARGE_CONSTANT:
-        return "{...}"
+    if shape.numel > LARGE_CONSTANT or not str(attr).startswith("dense<"):
+        return "{...}"  # large, or data held elsewhere (a dense_resource blob)
     return _literal_text(_constant_values(attr, shape), shape.element_type)

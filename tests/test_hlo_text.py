@@ -405,3 +405,17 @@ def _built(name: str, build: Callable[[xm.XlaBuilder], object]) -> xm.XlaComputa
     b = xm.XlaBuilder(name)
     build(b)
     return b.build()
+
+
+def test_a_constant_held_in_a_resource_blob_prints_elided() -> None:
+    text = hlo_text('''module {
+  func.func @main() -> tensor<2xf32> {
+    %0 = "xhlo.constant"() {value = dense_resource<blob1> : tensor<2xf32>} : () -> tensor<2xf32>
+    return %0 : tensor<2xf32>
+  }
+}
+{-#
+  dialect_resources: { builtin: { blob1: "0x040000000000803F00000040" } }
+#-}
+''')
+    assert "ROOT %constant.1 = f32[2]{0} constant({...})\n" in text
