@@ -195,7 +195,8 @@ class Pipeline:
     def run(self, module: ir.Module, timings: list[tuple[str, str, float]] | None = None,
             after_each_pass: list[tuple[str, str, str]] | None = None,
             locations: bool = False, per_pass: bool = False) -> dict[str, str]:
-        """Run every stage on `module` in place; the text after each stage, by stage name.
+        """Run every stage on `module` in place; the text after each stage, by stage name
+        (as `readable_stages` shows it).
 
         Consecutive textual passes of a stage run in one PassManager (one parse, one
         run); `per_pass` runs every pass in its own. `timings` collects (stage, pass,
