@@ -513,10 +513,12 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
 def _constant_values(attr: ir.Attribute, shape: Shape) -> np.ndarray:
     """The constant's elements as a numpy array of the result's dtype and dimensions."""
     held = shape_from_mlir_type_text(str(ir.DenseElementsAttr(attr).type))
-    try:
-        data = np.array(attr)
-    except (RuntimeError, TypeError, ValueError):  # bf16: no buffer protocol in the bindings
-        data = np.array(None, object)
+    data = np.array(None, object)
+    if not ir.DenseElementsAttr(attr).is_splat:  # numpy misreads an i1 splat past 8 elements
+        try:
+            data = np.array(attr)
+        except (RuntimeError, TypeError, ValueError):  # bf16: no buffer protocol in the bindings
+            pass
     if data.dtype == object:
         data = _parse_dense_text(str(attr), held)
     if data.size == 1:  # a splat: the bindings give its one element
@@ -528,15 +530,22 @@ def _constant_values(attr: ir.Attribute, shape: Shape) -> np.ndarray:
 
 
 def _parse_dense_text(text: str, held: Shape) -> np.ndarray:
-    """The elements of a small `dense<...>` attribute text (decimal, or MLIR's hex bit patterns
-    for NaN and infinities)."""
+    """The elements of a small `dense<...>` attribute text (decimal, `true`/`false`, or MLIR's
+    hex bit patterns for NaN and infinities)."""
     body = text[text.index("<") + 1: text.rindex("> : ")]
-    tokens = re.findall(r"0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|[0-9.]+(?:[eE][-+]?[0-9]+)?)", body)
+    tokens = re.findall(r"0x[0-9A-Fa-f]+|true|false|[-+]?(?:inf|nan|[0-9.]+(?:[eE][-+]?[0-9]+)?)",
+                        body)
     dtype = dtype_of(held.element_type)
     bits = np.dtype(f"u{dtype.itemsize}")
-    values = [np.array([int(t, 16)], bits).view(dtype)[0] if t.startswith("0x") else dtype.type(float(t))
-              for t in tokens]
-    return np.array(values, dtype)
+
+    def value(token: str) -> Any:
+        if token in ("true", "false"):
+            return token == "true"
+        if token.startswith("0x"):
+            return np.array([int(token, 16)], bits).view(dtype)[0]
+        return int(token) if dtype.kind in "iu" else dtype.type(float(token))
+
+    return np.array([value(t) for t in tokens], dtype)
 
 
 def _scalar_text(value: Any, t: PrimitiveType) -> str:

@@ -419,3 +419,16 @@ def test_a_constant_held_in_a_resource_blob_prints_elided() -> None:
 #-}
 ''')
     assert "ROOT %constant.1 = f32[2]{0} constant({...})\n" in text
+
+
+def test_splat_constants_of_every_kind() -> None:
+    b = xm.XlaBuilder("splats")
+    b.tuple([b.constant(np.ones(9, bool)), b.constant(np.full(3, np.nan, np.float32)),
+             b.constant(np.full(2, 2**64 - 1, np.uint64)), b.constant(np.full(2, 1 + 1j, np.complex64)),
+             b.constant(np.full(2, -3, np.int8))])
+    text = text_of(b.build())
+    assert "pred[9]{0} constant({true, true, true, true, true, true, true, true, true})" in text
+    assert "f32[3]{0} constant({nan, nan, nan})" in text
+    assert "u64[2]{0} constant({18446744073709551615, 18446744073709551615})" in text
+    assert "c64[2]{0} constant({(1, 1), (1, 1)})" in text
+    assert "s8[2]{0} constant({-3, -3})" in text
