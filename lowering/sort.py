@@ -31,7 +31,7 @@ from .computations import apply_computation
 from .elementwise import from_storage
 from .framework import OpView, lowers
 from .indexing import element_type, index_const, loop_nest
-from .sort_kernels import MAX_SELECTED, key_order, prefix_read, radix_rows, select_rows
+from .sort_kernels import MAX_SELECTED, SHORT_ROW, key_order, prefix_read, radix_rows, select_rows
 
 
 def _merge_pass(sources: Sequence[ir.Value], destinations: Sequence[ir.Value],
@@ -90,10 +90,13 @@ def lower_sort(v: OpView) -> list[ir.Value]:
         return inputs  # already sorted
     comparator = v.attrs["comparator"]
     kept = prefix_read(v.op, axis)
+    if kept == 0:
+        return [tensor.EmptyOp(dims, element_type(x)).result for x in inputs]
     if kept is not None and kept < n and kept <= MAX_SELECTED:
-        if kept == 0:
-            return [tensor.EmptyOp(dims, element_type(x)).result for x in inputs]
         return select_rows(inputs, dims, axis, comparator, kept)
+    if n <= SHORT_ROW:
+        # Below a radix sort's fixed cost per row (a histogram scan per digit).
+        return merge_sort(inputs, dims, axis, comparator)
     types = [s.element_type for s in v.shapes["inputs"]]
     order = key_order(comparator, types)
     if order is not None:

@@ -45,6 +45,9 @@ from .indexing import element_type, index_const
 
 # Above this many kept positions the O(n K) worst case of the selection loses to sorting.
 MAX_SELECTED = 32
+# Rows up to this long are merge-sorted (lowering.sort): measured faster than the radix
+# sort, whose scans of 256-entry histograms cost the same on every row.
+SHORT_ROW = 16
 
 
 @dataclass(frozen=True)

@@ -400,7 +400,7 @@ def test_top_k_shape_errors(b: xm.XlaBuilder) -> None:
 
 ALL_DTYPES = [np.float32, np.float64, np.float16, BF16, np.int8, np.int16, np.int32, np.int64,
               np.uint8, np.uint16, np.uint32, np.uint64, np.bool_]
-SIZES = [1, 2, 15, 16, 17, 1000, 4097]  # around the 16-lane and 4096-element boundaries
+SIZES = [1, 2, 15, 16, 17, 33, 1000, 4097]  # around the merge/radix (16) and selection (32) bounds
 
 
 def special_values(dtype: object, n: int, seed: int) -> np.ndarray:
@@ -580,25 +580,24 @@ def test_unrecognised_comparators_keep_the_merge_sort() -> None:
     assert sk.tolist() == [0, 1, 1, 2, 2, 2] and sm.tolist() == [2, 1, 3, 0, 5, 7]
 
 
+@pytest.mark.parametrize("largest", [True, False])
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda t: np.dtype(t).name)
-def test_top_k_selection_every_type_and_size(dtype: object) -> None:
+def test_top_k_selection_every_type_and_size(dtype: object, largest: bool) -> None:
     # k up to MAX_SELECTED (32) takes the selection path; 33 sorts fully. Rows of many
     # ties, NaNs of both signs (NaN is the largest value).
-    cases = [(special_values(dtype, n, 7 * n), k) for n in SIZES for k in (1, 3, 32, 33) if k <= n]
+    sizes = [1, 2, 16, 17, 33, 1000, 4097]
+    cases = [(special_values(dtype, n, 7 * n), k) for n in sizes for k in (1, 3, 32, 33) if k <= n]
     matrix = special_values(dtype, 2 * 3 * 40, 1).reshape(2, 3, 40)
 
     def build(b, m, *ps):
-        out = [b.top_k(p, k) for p, (_, k) in zip(ps, cases)]
-        out += [b.top_k(p, k, largest=False) for p, (_, k) in zip(ps, cases)]
-        return out + [b.top_k(m, 5), b.top_k(m, 5, largest=False)]
+        return [b.top_k(p, k, largest=largest) for p, (_, k) in zip(ps, cases)] + [
+            b.top_k(m, 5, largest=largest)]
 
     got = run(build, matrix, *(x for x, _ in cases))
     key = sort_key if (np.dtype(dtype).kind == "f" or np.dtype(dtype) == BF16) else (lambda v: (int(v),))
-    want = [(x, k, True) for x, k in cases] + [(x, k, False) for x, k in cases]
-    want += [(matrix, 5, True), (matrix, 5, False)]
-    for (values_, indices), (x, k, largest) in zip(got, want):
+    for (values_, indices), (x, k) in zip(got, cases + [(matrix, 5)]):
         order = stable_order(x, key, descending=largest)[..., :k]
-        np.testing.assert_array_equal(indices, order, err_msg=f"{x.shape} k={k} {largest}")
+        np.testing.assert_array_equal(indices, order, err_msg=f"{x.shape} k={k}")
         assert indices.dtype == np.int32
         assert_same(values_, np.take_along_axis(x, order, -1))
 
@@ -648,8 +647,8 @@ def test_top_k_selection_custom_comparator_worst_case() -> None:
 
 def test_sort_ir() -> None:
     b = xm.XlaBuilder("ir")
-    x = b.parameter(0, shape(np.float32, (2, 5)))
-    y = b.parameter(1, shape(np.uint8, (2, 5)))
+    x = b.parameter(0, shape(np.float32, (2, 17)))
+    y = b.parameter(1, shape(np.uint8, (2, 17)))
     b.sort([x, y], dimension=1)
     comp = b.build()
     check_ir(comp.as_mlir_text(), """
@@ -657,22 +656,29 @@ def test_sort_ir() -> None:
         CHECK-SAME: comparator = @[[CMP:[a-z_0-9]+]]
         CHECK-SAME: dimension = 1 : i64
         CHECK-SAME: is_stable = false
-        CHECK-SAME: -> (tensor<2x5xf32>, tensor<2x5xui8>)
+        CHECK-SAME: -> (tensor<2x17xf32>, tensor<2x17xui8>)
         CHECK: func.func private @[[CMP]](%arg0: tensor<f32>, %arg1: tensor<f32>,
         CHECK-SAME: %arg2: tensor<ui8>, %arg3: tensor<ui8>) -> tensor<i1>
         CHECK: "xhlo.compare"(%{{.*}}) {compare_type = "TOTALORDER", comparison_direction = "LT"}
     """)
-    # The default order: a radix sort, one row per scf.forall iteration. One loop counts
-    # the 4 digits of every key (histograms of 4 x 256), 4 passes scatter, the last one
-    # the operands only.
+    # The default order on rows longer than 16: a radix sort, one row per scf.forall
+    # iteration. One loop counts the 4 digits of every key (histograms of 4 x 256), 4
+    # passes scatter keys and operands, the last one the operands only, into the results.
     check_ir(stage_text(comp, "linalg"), """
         CHECK: scf.forall
-        CHECK: scf.for {{.*}} -> (tensor<5xi32>, tensor<1024xi32>)
-        CHECK-COUNT-4: scf.for {{.*}} -> (i32, tensor<256xi32>)
+        CHECK: scf.for {{.*}} -> (tensor<17xi32>, tensor<1024xi32>)
+        CHECK: scf.for {{.*}} -> (i32, tensor<256xi32>)
+        CHECK: scf.for {{.*}} -> (tensor<256xi32>, tensor<17xi32>, tensor<17xf32>, tensor<17xi8>)
+        CHECK: scf.for {{.*}} -> (i32, tensor<256xi32>)
+        CHECK: scf.for {{.*}} -> (tensor<256xi32>, tensor<17xi32>, tensor<17xf32>, tensor<17xi8>)
+        CHECK: scf.for {{.*}} -> (i32, tensor<256xi32>)
+        CHECK: scf.for {{.*}} -> (tensor<256xi32>, tensor<17xi32>, tensor<17xf32>, tensor<17xi8>)
+        CHECK: scf.for {{.*}} -> (i32, tensor<256xi32>)
+        CHECK: scf.for {{.*}} -> (tensor<256xi32>, tensor<17xf32>, tensor<17xi8>)
         CHECK-NOT: xhlo.
         CHECK: scf.forall.in_parallel
-        CHECK-NEXT: tensor.parallel_insert_slice {{.*}} : tensor<5xf32> into tensor<2x5xf32>
-        CHECK-NEXT: tensor.parallel_insert_slice {{.*}} : tensor<5xi8> into tensor<2x5xi8>
+        CHECK-NEXT: tensor.parallel_insert_slice {{.*}} : tensor<17xf32> into tensor<2x17xf32>
+        CHECK-NEXT: tensor.parallel_insert_slice {{.*}} : tensor<17xi8> into tensor<2x17xi8>
     """)
 
 
@@ -687,7 +693,9 @@ def test_radix_sort_long_row_ir() -> None:
         CHECK: scf.for {{.*}} -> (tensor<65536xi32>, tensor<6144xi32>, index)
         CHECK: scf.for {{.*}} -> (i32, tensor<2048xi32>)
         CHECK: scf.for {{.*}} -> (tensor<2048xi32>, tensor<65536xi32>)
+        CHECK: scf.for {{.*}} -> (i32, tensor<2048xi32>)
         CHECK: scf.for {{.*}} -> (tensor<2048xi32>, tensor<65536xi32>)
+        CHECK: scf.for {{.*}} -> (i32, tensor<2048xi32>)
         CHECK: scf.for {{.*}} -> (tensor<2048xi32>, tensor<65536xf32>)
         CHECK: arith.select
         CHECK: scf.for {{.*}} -> (index, tensor<65536xf32>)
@@ -707,6 +715,14 @@ def test_sort_merge_ir() -> None:
         CHECK: arith.cmpf olt
         CHECK: arith.select
         CHECK: tensor.insert
+    """)
+    # Rows of at most 16 are merge-sorted whatever the comparator.
+    b = xm.XlaBuilder("short")
+    b.sort(b.parameter(0, shape(np.int32, (2, 16))))
+    check_ir(stage_text(b.build(), "linalg"), """
+        CHECK-NOT: scf.forall
+        CHECK-NOT: tensor<256xi32>
+        CHECK: arith.cmpi slt
     """)
 
 
