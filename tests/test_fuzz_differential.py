@@ -270,18 +270,15 @@ def test_one_rounding_results_compare_in_ulps() -> None:
 
 # Found by bench/fuzz_differential.py (seed 400865 of commit 5258bb0's generator, minimized):
 # a conditional whose taken branch returns its operand, a constant, feeds a while loop that
-# dynamic_update_slices the carried array in place, beside a cholesky result: the process
-# dies with SIGSEGV in the compiled code, in about every other run. Run in a subprocess: a
+# dynamic_update_slices the carried array in place; only the loop counter is returned, beside
+# another value. The process dies with SIGSEGV in the compiled code, intermittently (with
+# index 0, the rev branch, or without the conditional, it runs). Run in a subprocess: a
 # segfault cannot be caught in-process.
 _CONSTANT_THROUGH_CONDITIONAL_INTO_LOOP = textwrap.dedent("""
     import numpy as np, xlamlir as xm
     b = xm.XlaBuilder("seg")
     index = b.parameter(0, xm.Shape.array(xm.S32, ()))
-    ones = b.broadcast(b.constant(np.float32(1)), (2, 1))
-    a = b.add(b.dot_general(ones, ones, xm.DotDimensionNumbers([1], [1], [], [])),
-              b.constant(np.eye(2, dtype=np.float32) * 37))
-    low = b.select(b.constant(np.array([[True, False], [True, True]])), b.cholesky(a, True),
-                   b.constant(np.zeros((2, 2), np.float32)))
+    other = b.constant(np.zeros((2, 2), np.float32)) + b.constant(np.float32(1))
     c = b.constant(np.arange(9, dtype=np.uint32).reshape(3, 3, 1))
     x = b.conditional(index, [lambda p: p.builder.rev(p, [0, 1, 2]), lambda p: p], [c, c])
     def cond(s):
@@ -293,17 +290,16 @@ _CONSTANT_THROUGH_CONDITIONAL_INTO_LOOP = textwrap.dedent("""
         v = sb.dynamic_update_slice(v, sb.broadcast(sb.constant(np.uint32(0)), [1, 1, 1]), [i, i, i])
         return sb.tuple([sb.add(i, sb.constant(np.int32(1))), v])
     w = b.while_(cond, body, b.tuple([b.constant(np.int32(0)), x]))
-    b.tuple([low, b.get_tuple_element(w, 0)])
+    b.tuple([other, b.get_tuple_element(w, 0)])
     comp = b.build()
-    want = np.linalg.cholesky(np.array([[38.0, 1.0], [1.0, 38.0]]))
-    for _ in range(10):  # the crash is intermittent (about every other run)
+    for _ in range(10):  # the crash is intermittent
         got = xm.compile(comp)(np.int32(-1))
-        assert got[1] == 3 and np.allclose(got[0], want, rtol=1e-6), got
+        assert got[1] == 3 and (got[0] == 1).all(), got
 """)
 
 
 @pytest.mark.xfail(strict=True, reason="bug: SIGSEGV running a while loop that updates in place "
-                   "a constant passed through a conditional's identity branch, beside a cholesky")
+                   "a constant passed through a conditional's identity branch")
 def test_while_updating_a_constant_passed_through_a_conditional() -> None:
     run = subprocess.run([sys.executable, "-c", _CONSTANT_THROUGH_CONDITIONAL_INTO_LOOP],
                          capture_output=True, text=True, timeout=300)
