@@ -1,13 +1,24 @@
-"""Lowering of sort: a bottom-up merge sort on tensors, with the comparator as scalar code.
+"""Lowering of sort: which algorithm runs, and the general one (a merge sort).
 
-Every row along the sort dimension (length n) is sorted by ceil(log2 n)
-merge passes, unrolled at compile time since n is static: pass p merges
-neighbouring sorted runs of width 2**p into runs of twice that width. A pass
-is `scf.for` loops over the other dimensions and the run starts, around an
-`scf.for` over the merged positions that carries the two read cursors and the
-N destination tensors (`tensor.extract` / `tensor.insert`). Reads use cursors
-clamped to n - 1, so even the comparator call made for an exhausted run reads
-in bounds.
+`lower_sort` picks, per op:
+- only positions [0, K) read (every use a slice; top_k is sort + slice), K <= 32:
+  a per-row selection of the stable sort's first K (`sort_kernels.select_rows`);
+- a comparator recognised as one operand's value in a total order
+  (`sort_kernels.key_order`: the default, jnp.sort's TOTALORDER LT, integer
+  LT/GT...) and rows longer than 16: an LSD radix sort (`radix_rows`);
+- anything else: the merge sort below, one row per scf.forall iteration; for
+  a recognised order it compares the unsigned keys instead of calling the
+  comparator.
+Every path gives the stable sort's result, bit for bit, for any input.
+
+The merge sort: every row along the sort dimension (length n) is sorted by
+ceil(log2 n) merge passes, unrolled at compile time since n is static: pass p
+merges neighbouring sorted runs of width 2**p into runs of twice that width. A
+pass is `scf.for` loops over the other dimensions and the run starts, around
+an `scf.for` over the merged positions that carries the two read cursors and
+the N destination tensors (`tensor.extract` / `tensor.insert`). Reads use
+cursors clamped to n - 1, so even the comparator call made for an exhausted
+run reads in bounds.
 
 The merge takes from the right run only when `comparator(right, left)` is
 true, i.e. when the right element must go strictly first, so equal elements

@@ -231,8 +231,9 @@ def for_each_row(dims: Sequence[int], axis: int, types: Sequence[ir.Type], lengt
     return list(loop.results)
 
 
-def _for(lo: ir.Value | int, hi: ir.Value | int, carried: Sequence[ir.Value],
-         body: Callable[[ir.Value, list[ir.Value]], list[ir.Value]]) -> list[ir.Value]:
+def for_range(lo: ir.Value | int, hi: ir.Value | int, carried: Sequence[ir.Value],
+              body: Callable[[ir.Value, list[ir.Value]], list[ir.Value]]) -> list[ir.Value]:
+    """scf.for i in [lo, hi) carrying `carried`; `body(i, carried)` gives the next values."""
     lo = index_const(lo) if isinstance(lo, int) else lo
     hi = index_const(hi) if isinstance(hi, int) else hi
     loop = scf.ForOp(lo, hi, index_const(1), list(carried))
@@ -241,8 +242,9 @@ def _for(lo: ir.Value | int, hi: ir.Value | int, carried: Sequence[ir.Value],
     return list(loop.results)
 
 
-def _if(condition: ir.Value, then: Callable[[], list[ir.Value]],
-        otherwise: Callable[[], list[ir.Value]], types: Sequence[ir.Type]) -> list[ir.Value]:
+def if_values(condition: ir.Value, then: Callable[[], list[ir.Value]],
+              otherwise: Callable[[], list[ir.Value]], types: Sequence[ir.Type]) -> list[ir.Value]:
+    """scf.if yielding then() or otherwise(), each built inside its region."""
     op = scf.IfOp(condition, list(types), has_else=True)
     with ir.InsertionPoint(op.then_block):
         scf.YieldOp(then())
@@ -297,7 +299,7 @@ def _bucket_starts(hist: ir.Value, offset: int, buckets: int) -> ir.Value:
         return [arith.addi(total, count), table]
 
     start = tensor.EmptyOp([buckets], i32).result
-    return _for(0, buckets, [arith.constant(i32, 0), start], step)[1]
+    return for_range(0, buckets, [arith.constant(i32, 0), start], step)[1]
 
 
 def _scatter(data: Sequence[ir.Value], outs: Sequence[ir.Value], table: ir.Value,
@@ -321,7 +323,7 @@ def _scatter(data: Sequence[ir.Value], outs: Sequence[ir.Value], table: ir.Value
         return [table] + [tensor.insert(tensor.extract(src, [i]), o, [pos])
                           for src, o in zip(sources, outs)]
 
-    return _for(0, ir.RankedTensorType(data[0].type).shape[0], [table, *outs], move)[1:]
+    return for_range(0, ir.RankedTensorType(data[0].type).shape[0], [table, *outs], move)[1:]
 
 
 def digit_bits(n: int) -> int:
@@ -411,7 +413,7 @@ def radix_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dims:
                                                      index_const(0)))
             return [keys, hist, nans]
 
-        keys, hist, nans = _for(0, n, [keys0, zeros, index_const(0)], count)
+        keys, hist, nans = for_range(0, n, [keys0, zeros, index_const(0)], count)
         data = [keys] if key_only else [keys, *rows]
         # Two sets of buffers written in turn (the rows are only read), so every pass
         # writes in place (fresh buffers per pass would cost page faults). A pass whose
@@ -450,13 +452,13 @@ def _place_nans(row: ir.Value, out: ir.Value, nans: ir.Value, t: PrimitiveType,
         pos, out = carried
         x = tensor.extract(row, [i])
         nan = _is_nan(x, t)
-        written = _if(nan, lambda: [tensor.insert(x, out, [pos])], lambda: [out], [out.type])[0]
+        written = if_values(nan, lambda: [tensor.insert(x, out, [pos])], lambda: [out], [out.type])[0]
         return [arith.addi(pos, arith.select(nan, index_const(1), index_const(0))), written]
 
     # No NaN, no trip (a loop, not an scf.if: output_tensors sees through loops).
     some = arith.cmpi(arith.CmpIPredicate.ne, nans, index_const(0))
     trips = arith.select(some, index_const(n), index_const(0))
-    return _for(0, trips, [start, out], step)[1]
+    return for_range(0, trips, [start, out], step)[1]
 
 
 # -- partial selection --------------------------------------------------------------------------
@@ -486,7 +488,7 @@ def select_rows(inputs: Sequence[ir.Value], dims: Sequence[int], axis: int, comp
             filled = arith.minui(i, index_const(k))
             full = arith.cmpi(arith.CmpIPredicate.uge, i, index_const(k))
             last = at(bufs, index_const(k - 1))
-            enters = _if(full, lambda: [before(x, last)],
+            enters = if_values(full, lambda: [before(x, last)],
                          lambda: [arith.constant(i1, 1)], [i1])[0]
 
             def insert() -> list[ir.Value]:
@@ -495,7 +497,7 @@ def select_rows(inputs: Sequence[ir.Value], dims: Sequence[int], axis: int, comp
                     stays = arith.select(before(x, at(bufs, j)), index_const(0), index_const(1))
                     return [arith.addi(c[0], stays)]
 
-                pos = _for(0, filled, [index_const(0)], count)[0]
+                pos = for_range(0, filled, [index_const(0)], count)[0]
                 # Shift [pos, filled) up by one, from the top (the last one falls off when full).
                 top = arith.minui(filled, index_const(k - 1))
 
@@ -504,11 +506,11 @@ def select_rows(inputs: Sequence[ir.Value], dims: Sequence[int], axis: int, comp
                     src = arith.subi(j, index_const(1))
                     return [tensor.insert(tensor.extract(b, [src]), b, [j]) for b in c]
 
-                shifted = _for(index_const(0), arith.subi(top, pos), bufs, shift)
+                shifted = for_range(index_const(0), arith.subi(top, pos), bufs, shift)
                 return [tensor.insert(v, b, [pos]) for v, b in zip(x, shifted)]
 
-            return _if(enters, insert, lambda: list(bufs), [b.type for b in bufs])
+            return if_values(enters, insert, lambda: list(bufs), [b.type for b in bufs])
 
-        return _for(0, n, dests, visit)
+        return for_range(0, n, dests, visit)
 
     return for_each_row(dims, axis, [element_type(x) for x in inputs], k, row)
