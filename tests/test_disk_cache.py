@@ -229,6 +229,26 @@ def test_debugging_compiles_bypass_the_cache(cache: Path, monkeypatch: pytest.Mo
     assert "XLAMLIR_PASS_TIMING" in exe.compile_stats["disk_cache_reason"]
 
 
+def test_without_a_linker_the_cache_is_off(cache: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    exe = fresh(program())
+    assert exe.compile_stats["disk_cache"] == "off"
+    assert "linker" in exe.compile_stats["disk_cache_reason"]
+
+
+def test_an_unwritable_directory_only_costs_the_entry(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(blocker / "cache"))
+    exe = fresh(program())
+    assert exe.compile_stats["disk_cache"] == "miss"
+    assert "not stored" in " ".join(exe.compile_stats["disk_cache_notes"])
+    np.testing.assert_allclose(exe(X), expected(), rtol=1e-6, atol=1e-5)
+    clear_cache()
+
+
 @pytest.mark.parametrize("value", ["abc", "0", "-5", "nan", "inf"])
 def test_a_bad_size_bound_is_an_argument_error(value: str, cache: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
