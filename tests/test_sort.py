@@ -561,6 +561,32 @@ def test_radix_sort_several_operands_and_dimensions() -> None:
         np.testing.assert_array_equal(sg, np.take_along_axis(flags, order, axis))
 
 
+def test_jnp_argsort_from_stablehlo_takes_the_radix_sort() -> None:
+    # jnp.argsort's module: (x, iota) with compare LT TOTALORDER on the keys alone, no NaN
+    # rewrite: XLA's total order, -NaN first.
+    text = """module {
+      func.func public @main(%arg0: tensor<3x40xf32>) -> (tensor<3x40xf32>, tensor<3x40xi32>) {
+        %0 = stablehlo.iota dim = 1 : tensor<3x40xi32>
+        %1:2 = "stablehlo.sort"(%arg0, %0) <{dimension = 1 : i64, is_stable = true}> ({
+        ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):
+          %2 = stablehlo.compare  LT, %a, %b,  TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+          stablehlo.return %2 : tensor<i1>
+        }) : (tensor<3x40xf32>, tensor<3x40xi32>) -> (tensor<3x40xf32>, tensor<3x40xi32>)
+        return %1#0, %1#1 : tensor<3x40xf32>, tensor<3x40xi32>
+      }
+    }"""
+    exe = xm.compile(xm.import_stablehlo(text))
+    check_ir(exe.stages["linalg"], """
+        CHECK: scf.forall
+        CHECK: tensor<1024xi32>
+    """)
+    x = special_values(np.float32, 120, 9).reshape(3, 40)
+    got, indices = exe(x)
+    want = stable_order(x, total_order_key)
+    np.testing.assert_array_equal(indices, want)
+    assert_same(got, np.take_along_axis(x, want, 1))
+
+
 def test_unrecognised_comparators_keep_the_merge_sort() -> None:
     # FLOAT compares (-0.0 == +0.0: ties keep their order) and two-key orders.
     x = np.array([0.0, -0.0, 1.0, -0.0, 0.0, -1.0], np.float32)
