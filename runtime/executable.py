@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..dialect.errors import ArgumentError, XlaError
+from ..dialect.hlo_text import hlo_text
 from ..dialect.shapes import Shape
 from .arguments import LeafSpec, coerce, strides_fit
 from .export import export_executable
@@ -93,6 +94,10 @@ class Executable:
 
     def program_shape(self) -> tuple[list[Shape], Shape]:
         return list(self.parameter_shapes), self.result_shape
+
+    def as_hlo_text(self) -> str:
+        """The program (its `hlo` stage) in XLA's HLO text format."""
+        return hlo_text(next(iter(self.stages.values())), self.name)
 
     # N replicas on N threads (runtime/replicas.py).
     execute_replicated = execute_replicated
