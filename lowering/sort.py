@@ -123,7 +123,7 @@ def lower_sort(v: OpView) -> list[ir.Value]:
         return select_rows(inputs, dims, axis, comparator, kept)
     types = [s.element_type for s in v.shapes["inputs"]]
     order = key_order(comparator, types)
-    if order is not None and n > SHORT_ROW:
+    if order is not None and SHORT_ROW < n < 2 ** 31:  # positions are counted in i32
         return radix_rows(inputs, types, dims, axis, order)
     before = None
     if order is not None:

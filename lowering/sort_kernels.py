@@ -10,11 +10,15 @@ sorts of which only a prefix is read (top_k), and rows split across the cores.
 - `radix_rows`: such an order maps each key to an unsigned integer whose
   order is the comparator's (sign flips for floats and signed integers, all
   NaNs one largest key, complemented for descending), then an LSD radix sort
-  with 8-bit digits moves the keys and every operand. LSD passes are stable,
-  so ties keep their index order as a stable merge sort's would: the results
-  are the general path's, bit for bit. One counting loop builds the
-  histograms of all digits, then one scatter pass per digit; passes write
-  into two sets of buffers in turn and the last one into the results.
+  (8-bit digits; 11-bit on rows of 2**16 or more) moves the keys and every
+  operand; a single operand moves its keys alone, the last pass writing the
+  values they decode to (NaNs, which share one key, are copied back in order
+  by a last loop). LSD passes are stable, so ties keep their index order as a
+  stable merge sort's would: the results are the general path's, bit for
+  bit. One counting loop builds the histograms of all digits, then one
+  scatter pass per digit; passes write into two sets of buffers in turn and
+  the last one into the results. No vector width or other target parameter:
+  the loops are scalar, LLVM vectorizes what it can for the target.
 - `select_rows`: when every use of the sort reads only positions [0, K) along
   the sorted dimension (top_k is sort + slice) and K is small, each row keeps
   a sorted buffer of its K first elements, filled in index order: an element
