@@ -87,7 +87,9 @@ _identities: dict[str, str | None] = {}
 
 def _toolchain_identity() -> str:
     """The MLIR/LLVM wheels: their distributions' names (with versions) and the size and
-    mtime of the extension holding the JIT."""
+    mtime of the extension holding the JIT; Python's and numpy's versions (the Python
+    passes run on them)."""
+    import numpy as np
     from mlir import _mlir_libs
     from mlir._mlir_libs import _mlirExecutionEngine
 
@@ -100,6 +102,7 @@ def _toolchain_identity() -> str:
         if os.path.exists(path):
             st = os.stat(path)
             parts.append(f"{os.path.basename(path)}:{st.st_size}:{st.st_mtime_ns}")
+    parts += [f"python:{sys.version}", f"numpy:{np.__version__}"]
     return "|".join(parts)
 
 
