@@ -54,8 +54,8 @@ _retired_lock = threading.Lock()
 
 
 def linker() -> str | None:
-    """The linker that makes the shared library (LLVM's lld or the system's ld), if any."""
-    return shutil.which("ld.lld") or shutil.which("ld")
+    """The linker that makes the shared library (the system's ld, else LLVM's lld), if any."""
+    return shutil.which("ld") or shutil.which("ld.lld")
 
 
 def _llvm_mc() -> str:
@@ -120,7 +120,7 @@ def link_library(object_path: str, runtime_symbols: Sequence[str], work: str) ->
     scratch directory. Raises CompileError if a tool is missing or fails."""
     ld = linker()
     if ld is None:
-        raise CompileError("disk cache: no linker (ld.lld or ld) on PATH", "disk_cache")
+        raise CompileError("disk cache: no linker (ld or ld.lld) on PATH", "disk_cache")
     inputs = [object_path]
     if b"\0memrefCopy\0" in Path(object_path).read_bytes() and _compile_memref_copy(work):
         inputs.append("memref_copy.o")

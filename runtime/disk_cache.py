@@ -339,7 +339,7 @@ def plan(text: str, pipeline: Any, cpu: str, **settings: Any) -> Entry:
     elif _identity("toolchain") is None:
         reason = "the MLIR/LLVM wheels could not be identified"
     elif linker() is None:
-        reason = "no linker (ld.lld or ld) on PATH"
+        reason = "no linker (ld or ld.lld) on PATH"
     if reason:
         return Entry(None, None, reason=reason)
     pipeline_key, reason = pipeline_text(pipeline)

@@ -26,13 +26,13 @@ from xlamlir.runtime.compiler import clear_cache
 S = xm.Shape.array
 ROOT = Path(__file__).resolve().parents[1]
 # Without a linker the cache is off (tested below); everything else needs one.
-needs_linker = pytest.mark.skipif(linker() is None, reason="no linker (ld.lld or ld) on PATH")
+needs_linker = pytest.mark.skipif(linker() is None, reason="no linker (ld or ld.lld) on PATH")
 
 
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     if linker() is None:
-        pytest.skip("no linker (ld.lld or ld) on PATH")
+        pytest.skip("no linker (ld or ld.lld) on PATH")
     directory = tmp_path / "cache"
     monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(directory))
     for name in ("XLAMLIR_CACHE_MAX_MB", "XLAMLIR_DUMP_PASSES", "XLAMLIR_PASS_TIMING",
