@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
-import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -43,19 +42,22 @@ from .argcheck import checked
 from .computation import XlaComputation
 from .xla_op import XlaOp
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE = __name__.split(".")[0]
 
 # Methods about the builder itself, never redirected to a builder being traced.
 _OWN_METHODS = frozenset({"parameter", "build"})
 
 
 def user_location() -> tuple[str, int] | None:
-    """File and line of the innermost caller outside this package."""
+    """File and line of the innermost caller outside this package.
+
+    Decided by the frame's module name, not its file's path: the package's directory is
+    the repository's root, and a user's model.py or the examples there are not ours."""
     frame = sys._getframe(1)
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE_DIR) or "/tests/" in filename:
-            return filename, frame.f_lineno
+        module = frame.f_globals.get("__name__", "")
+        if module != _PACKAGE and not module.startswith(_PACKAGE + "."):
+            return frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back
     return None
 
@@ -123,19 +125,33 @@ def _check_arity(op_name: str, role: str, computation: Any, param_shapes: Sequen
 
 def api_method(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A public XlaBuilder method as users call it: its arguments' kinds checked when it fails
-    (`argcheck.checked`) and, unless it is about the builder itself (`parameter`, `build`),
-    run on the builder being traced while `self` traces a sub-computation."""
-    method = checked(fn.__name__, fn)
-    if fn.__name__ in _OWN_METHODS:
-        return method
+    (`argcheck.checked`), a ShapeError it raises names the user's file and line, and, unless
+    it is about the builder itself (`parameter`, `build`), run on the builder being traced
+    while `self` traces a sub-computation."""
+    checked_method = checked(fn.__name__, fn)
+    own = fn.__name__ in _OWN_METHODS
 
-    @functools.wraps(method)
-    def on_traced_builder(self: Recorder, *positional: Any, **keywords: Any) -> Any:
-        while self.tracing is not None:
+    @functools.wraps(checked_method)
+    def method(self: Recorder, *positional: Any, **keywords: Any) -> Any:
+        while not own and self.tracing is not None:
             self = self.tracing
-        return method(self, *positional, **keywords)
+        try:
+            return checked_method(self, *positional, **keywords)
+        except ShapeError as e:
+            locate(e)
+            raise
 
-    return on_traced_builder
+    return method
+
+
+def locate(error: ShapeError) -> None:
+    """Append the user's file and line to `error`'s message, once."""
+    message = str(error.args[0]) if error.args else ""
+    if " (at " in message:
+        return
+    location = user_location()
+    if location is not None:
+        error.args = (f"{message} (at {location[0]}:{location[1]})", *error.args[1:])
 
 
 class Recorder:
