@@ -101,7 +101,7 @@ def _run(command: list[str], cwd: str, what: str) -> None:
 def _compile_memref_copy(work: str) -> bool:
     """MLIR's `memrefCopy` (strided copies) compiled into the library, as export does: from
     MLIR's runner utils it would load libMLIR (~100 ms) into every process loading the
-    library. False (the symbol then resolves at load time) without a C compiler."""
+    library. False (the symbol then resolves at load time) without a working C compiler."""
     from .export import _MEMREF_COPY
 
     source = "#include <stdint.h>\n#include <string.h>\n" + _MEMREF_COPY
@@ -109,8 +109,11 @@ def _compile_memref_copy(work: str) -> bool:
     compiler = shlex.split(os.environ.get("CC", "")) or ["cc"]
     if shutil.which(compiler[0]) is None:
         return False
-    _run([*compiler, "-c", "-O2", "-fPIC", "-fvisibility=hidden", "memref_copy.c", "-o",
-          "memref_copy.o"], work, "cc")
+    try:
+        _run([*compiler, "-c", "-O2", "-fPIC", "-fvisibility=hidden", "memref_copy.c", "-o",
+              "memref_copy.o"], work, "cc")
+    except CompileError:
+        return False  # a C compiler that does not work is none
     return True
 
 
