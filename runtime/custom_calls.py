@@ -43,10 +43,11 @@ def register_custom_call(name: str, fn: Any) -> None:
 
 def _lookup(name: str) -> Any:
     with _LOCK:
-        if name not in _TARGETS:
-            raise CustomCallError(f"no custom-call target {name!r} is registered "
-                                  f"(xm.register_custom_call){_did_you_mean(name)}")
-        return _TARGETS[name]
+        target = _TARGETS.get(name)
+    if target is None:
+        raise CustomCallError(f"no custom-call target {name!r} is registered "
+                              f"(xm.register_custom_call){_did_you_mean(name)}")
+    return target
 
 
 def _did_you_mean(name: str, builtins: Iterable[str] = ()) -> str:

@@ -83,3 +83,20 @@ def test_a_model_file_in_the_repository_root_is_the_users(tmp_path: Path) -> Non
         assert f"(at {model}:6)" in proc.stderr, proc.stderr
     finally:
         shutil.rmtree(folder)
+
+
+def test_messages_name_the_operands_and_the_method_called() -> None:
+    b = xm.XlaBuilder("messages")
+    x = b.parameter(0, xm.Shape.array(F32, (4, 3)))
+    cases = [
+        (lambda: b.map([x], lambda a, c: a, (0, 1)), "map(f32[4,3]): the computation must take 1"),
+        (lambda: b.reduce(x, b.constant(np.float32(0)), lambda a: a, (0,)),
+         "reduce(f32[4,3], f32[]): the computation must take 2"),
+        (lambda: b.sort(x, lambda a: a), "sort(f32[4,3]): the comparator must take 2"),
+        (lambda: b.clz(x), "clz(f32[4,3]): element type f32"),
+    ]
+    for fn, start in cases:
+        message = _raises_here(fn, inspect.getsourcelines(fn)[1])
+        assert message.startswith(start), message
+    clz = cases[-1][0]
+    assert "[clz builds count_leading_zeros]" in _raises_here(clz, inspect.getsourcelines(clz)[1])
