@@ -512,7 +512,8 @@ def nan_last_descending(u: xm.XlaOp, v: xm.XlaOp, *_: xm.XlaOp) -> xm.XlaOp:
 def test_radix_sort_long_rows() -> None:
     # Rows of 2**16 or more take 11-bit digits (the last digit narrower: 32 = 11+11+10,
     # 64 = 5 x 11 + 9, 16 = 11 + 5, 8 bits in one digit); single operands move their keys
-    # alone, NaNs put back in order (last, or first when descending).
+    # alone, NaNs put back in order (last, or first when descending); several operands
+    # move (key, position) pairs (keys up to 32 bits) or keys and operands (64 bits).
     n = 70001
     f = special_values(np.float32, n, 1)
     d = special_values(np.float64, n, 2)
@@ -524,9 +525,15 @@ def test_radix_sort_long_rows() -> None:
         iota = b.iota(xm.Shape.array(xm.S32, (n,)), 0)
         return [b.sort(fp), b.sort(fp, nan_last_descending), b.sort(dp, gt_total),
                 b.sort([dp, iota], is_stable=True), b.sort(sp), b.sort(up), b.sort(cp),
-                b.sort([sp, iota], lambda x, y, *_: x.builder.gt(x, y), is_stable=True)]
+                b.sort([sp, iota], lambda x, y, *_: x.builder.gt(x, y), is_stable=True),
+                b.sort([up, fp, iota], lambda x, y, *_: x.builder.gt(x, y), is_stable=True)]
 
-    fa, fd, dd, (dv, di), sa, ua, ca, (sv, si) = run(build, f, d, s, u, c)
+    fa, fd, dd, (dv, di), sa, ua, ca, (sv, si), (uk, uf, ui) = run(build, f, d, s, u, c)
+    # u16 keys packed with positions, two operands gathered.
+    want = np.argsort(-u.astype(np.int64), kind="stable")
+    np.testing.assert_array_equal(ui, want.astype(np.int32))
+    np.testing.assert_array_equal(uk, u[want])
+    assert_same(uf, f[want])
     assert_same(fa, f[stable_order(f, sort_key)])
     assert_same(fd, f[stable_order(f, sort_key, descending=True)])
     assert np.isnan(fd[:10]).all() and np.isnan(fa[-10:]).all()
@@ -688,19 +695,23 @@ def test_sort_ir() -> None:
         CHECK: "xhlo.compare"(%{{.*}}) {compare_type = "TOTALORDER", comparison_direction = "LT"}
     """)
     # The default order on rows longer than 16: a radix sort, one row per scf.forall
-    # iteration. One loop counts the 4 digits of every key (histograms of 4 x 256), 4
-    # passes scatter keys and operands, the last one the operands only, into the results.
+    # iteration. One loop counts the 4 digits of every key (histograms of 4 x 256) and
+    # packs (key, position) in an i64; 4 passes scatter those; a last loop gathers the
+    # operands into the results.
     check_ir(stage_text(comp, "linalg"), """
         CHECK: scf.forall
-        CHECK: scf.for {{.*}} -> (tensor<17xi32>, tensor<1024xi32>)
+        CHECK: scf.for {{.*}} -> (tensor<17xi64>, tensor<1024xi32>)
+        CHECK: arith.shli
         CHECK: scf.for {{.*}} -> (i32, tensor<256xi32>)
-        CHECK: scf.for {{.*}} -> (tensor<256xi32>, tensor<17xi32>, tensor<17xf32>, tensor<17xi8>)
+        CHECK: scf.for {{.*}} -> (tensor<256xi32>, tensor<17xi64>)
         CHECK: scf.for {{.*}} -> (i32, tensor<256xi32>)
-        CHECK: scf.for {{.*}} -> (tensor<256xi32>, tensor<17xi32>, tensor<17xf32>, tensor<17xi8>)
+        CHECK: scf.for {{.*}} -> (tensor<256xi32>, tensor<17xi64>)
         CHECK: scf.for {{.*}} -> (i32, tensor<256xi32>)
-        CHECK: scf.for {{.*}} -> (tensor<256xi32>, tensor<17xi32>, tensor<17xf32>, tensor<17xi8>)
+        CHECK: scf.for {{.*}} -> (tensor<256xi32>, tensor<17xi64>)
         CHECK: scf.for {{.*}} -> (i32, tensor<256xi32>)
-        CHECK: scf.for {{.*}} -> (tensor<256xi32>, tensor<17xf32>, tensor<17xi8>)
+        CHECK: scf.for {{.*}} -> (tensor<256xi32>, tensor<17xi64>)
+        CHECK: scf.for {{.*}} -> (tensor<17xf32>, tensor<17xi8>)
+        CHECK: arith.trunci {{.*}} : i64 to i32
         CHECK-NOT: xhlo.
         CHECK: scf.forall.in_parallel
         CHECK-NEXT: tensor.parallel_insert_slice {{.*}} : tensor<17xf32> into tensor<2x17xf32>
