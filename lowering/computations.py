@@ -184,9 +184,14 @@ class ComputationLibrary:
 
 def select_branch(index: ir.Value, count: int, result_types: list[ir.Type],
                   emit_branch: Callable[[int], None]) -> list[ir.Value]:
-    """Run branch `index` of `count`: an i1 picks branch 0 (true) or 1 (false) with scf.if;
-    an i32 picks with scf.index_switch, an index below 0 or at least `count` running the
-    last branch (XLA). `emit_branch(i)` builds branch i, ending with its scf.yield."""
+    """Run branch `index` of `count`: an i1 picks branch 0 (true) or 1 (false); an i32
+    picks branch `index`, an index below 0 or at least `count` running the last branch
+    (XLA). `emit_branch(i)` builds branch i, ending with its scf.yield.
+
+    Only scf.if, nested for an i32 (one compare per branch), never scf.index_switch:
+    one-shot-bufferize does not see through a switch that a result passes an operand
+    through unchanged is read-only (a parameter, a constant), and a while loop then
+    updated the caller's input array in place (or wrote into a constant: SIGSEGV)."""
     if index.type == ir.IntegerType.get_signless(1):
         if_op = scf.IfOp(index, result_types, has_else=True)
         with ir.InsertionPoint(if_op.then_block):
@@ -194,18 +199,26 @@ def select_branch(index: ir.Value, count: int, result_types: list[ir.Type],
         with ir.InsertionPoint(if_op.else_block):
             emit_branch(1)
         return list(if_op.results)
+    if count == 1:
+        region = scf.ExecuteRegionOp(result_types)
+        with ir.InsertionPoint(region.region.blocks.append()):
+            emit_branch(0)
+        return list(region.results)
     i32 = index.type
-    in_range = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, index, arith.constant(i32, 0)),
-                          arith.cmpi(arith.CmpIPredicate.slt, index, arith.constant(i32, count)))
-    chosen = arith.select(in_range, index, arith.constant(i32, count - 1))
-    switch = scf.IndexSwitchOp(result_types, arith.index_cast(ir.IndexType.get(), chosen),
-                               list(range(count - 1)))
-    with ir.InsertionPoint(switch.default_block):
-        emit_branch(count - 1)
-    for i in range(count - 1):
-        with ir.InsertionPoint(switch.case_block(i)):
+
+    def branches_from(i: int) -> list[ir.Value]:
+        if_op = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, index, arith.constant(i32, i)),
+                         result_types, has_else=True)
+        with ir.InsertionPoint(if_op.then_block):
             emit_branch(i)
-    return list(switch.results)
+        with ir.InsertionPoint(if_op.else_block):
+            if i + 2 == count:  # the last branch: also every index out of range
+                emit_branch(i + 1)
+            else:
+                scf.YieldOp(branches_from(i + 1))
+        return list(if_op.results)
+
+    return branches_from(0)
 
 
 def _structure(shape: Shape, leaves: list[Any]) -> Any:

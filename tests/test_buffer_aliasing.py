@@ -259,3 +259,37 @@ def test_scatter_into_a_parameter_is_one_copy() -> None:
     iv = np.array([0, 0, 5, 15, 16, -1, 3, 3], np.int32)
     np.testing.assert_array_equal(exe(base, iv, np.ones(8, np.int32)), base + _histogram(iv, 16))
     np.testing.assert_array_equal(base, np.arange(16, dtype=np.int32))
+
+
+@pytest.mark.parametrize("branches", [1, 2, 3])
+@pytest.mark.parametrize("index", ["pred", "s32"])
+def test_input_passed_through_a_conditional_then_updated_stays_untouched(index: str, branches: int) -> None:
+    """A parameter returned unchanged by a conditional's branch, then updated in place by a
+    while loop whose state is not returned: the caller's array must not change (an s32
+    conditional let the loop write into the input buffer; into a constant it crashed)."""
+    if index == "pred" and branches != 2:
+        pytest.skip("a PRED conditional has two branches")
+    b = xm.XlaBuilder("through_conditional")
+    which = b.parameter(0, xm.Shape.array(xm.PRED if index == "pred" else S32, ()))
+    c = b.parameter(1, xm.Shape.array(xm.U32, (3, 3)))
+    identity = [lambda p: p] * branches
+    x = b.conditional(which, [lambda p: p.builder.rev(p, [0, 1])] + identity[1:], [c] * branches)
+
+    def body(s):
+        sb = s.builder
+        i, v = sb.get_tuple_element(s, 0), sb.get_tuple_element(s, 1)
+        v = sb.dynamic_update_slice(v, sb.broadcast(sb.constant(np.uint32(0)), [1, 1]), [i, i])
+        return sb.tuple([sb.add(i, sb.constant(np.int32(1))), v])
+
+    w = b.while_(lambda s: s.builder.lt(s.builder.get_tuple_element(s, 0), s.builder.constant(np.int32(3))),
+                 body, b.tuple([b.constant(np.int32(0)), x]))
+    b.tuple([b.get_tuple_element(w, 0), b.reduce(b.get_tuple_element(w, 1), b.constant(np.uint32(0)),
+                                                 lambda p, q: p + q, (0, 1))])
+    exe = xm.compile(b.build())
+    choices = ([np.bool_(False), np.bool_(True)] if index == "pred"
+               else [np.int32(k) for k in (-1, 0, 1, 2, 7)])
+    for choice in choices:
+        arg = np.arange(9, dtype=np.uint32).reshape(3, 3)
+        n, total = exe(choice, arg)
+        np.testing.assert_array_equal(arg, np.arange(9, dtype=np.uint32).reshape(3, 3))
+        assert n == 3 and total == 24  # the diagonal zeroed (reversed or not: 36 - 12)

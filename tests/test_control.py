@@ -998,8 +998,10 @@ def test_linalg_stage_has_structured_control_flow() -> None:
         CHECK-NOT: xhlo.
         CHECK-DAG: scf.while
         CHECK-DAG: scf.condition
-        CHECK-DAG: scf.index_switch
         CHECK-DAG: scf.if
         CHECK-NOT: xhlo.
     """)
+    # s32 conditionals are nested scf.if: bufferization loses read-only operands through
+    # scf.index_switch (tests/test_buffer_aliasing.py).
+    assert "scf.index_switch" not in stages["linalg"]
     assert "func.func private @sq" not in stages["linalg"]
