@@ -70,6 +70,26 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (numbers.Number, np.number, np.bool_))
 
 
+def _python_list_type(value: list[Any]) -> PrimitiveType | None:
+    """The element type a (nested) list of Python scalars becomes, as its scalars would;
+    None when it holds anything else (numpy values keep numpy's rules)."""
+    types: set[PrimitiveType] = set()
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+            continue
+        t = _python_scalar_type(item)
+        if t is None:
+            return None
+        types.add(t)
+    for widest in (PrimitiveType.C64, PrimitiveType.F32, PrimitiveType.S32, PrimitiveType.PRED):
+        if widest in types:
+            return widest
+    return PrimitiveType.F32  # an empty list: as 1.0 would
+
+
 def _python_scalar_type(value: Any) -> PrimitiveType | None:
     if isinstance(value, np.generic):
         return None
@@ -317,16 +337,21 @@ class Recorder:
 
     @api_method
     def constant(self, value: Any) -> XlaOp:
-        """A literal: numpy values keep their dtype; bool/int/float/complex become
-        PRED/S32/F32/C64; a Python tuple becomes a tuple constant."""
+        """A literal: numpy values keep their dtype; Python bool/int/float/complex scalars,
+        and (nested) Python lists of them, become PRED/S32/F32/C64 (a list by its widest
+        element: any complex -> C64, else any float -> F32, else any int -> S32); a Python
+        tuple becomes a tuple constant."""
         if isinstance(value, tuple):
             return self.tuple([self.constant(v) for v in value])
         scalar_type = _python_scalar_type(value)
+        if scalar_type is None and isinstance(value, list):
+            scalar_type = _python_list_type(value)
         if scalar_type is not None:
             array = np.asarray(value)
-            if scalar_type == PrimitiveType.S32 and not -(2**31) <= value < 2**31:
+            if scalar_type == PrimitiveType.S32 and array.size and not (
+                    -(2**31) <= array.min() and array.max() < 2**31):
                 raise ShapeError("constant", [], f"the Python int {value} does not fit in s32; "
-                                 "pass a numpy scalar of a wider type")
+                                 "pass a numpy value of a wider type")
             array = array.astype(dtype_of(scalar_type))
         else:
             array = np.asarray(value)

@@ -178,8 +178,16 @@ class Executable:
 
     def _arrays(self, args: Sequence[Any]) -> list[np.ndarray]:
         if len(args) != len(self._params):
-            raise ArgumentError(f"{self.name} takes {len(self._params)} argument(s), "
-                                f"got {len(args)}")
+            shapes = ", ".join(map(str, self.parameter_shapes))
+            hint = ""
+            tuples = [i for i, s in enumerate(self.parameter_shapes) if s.is_tuple()]
+            if tuples and len(args) > len(self._params):
+                first = tuples[0]
+                hint = (f"; parameter {first} is the tuple {self.parameter_shapes[first]}: pass a "
+                        f"tuple of its {len(self.parameter_shapes[first].tuple_shapes)} arrays as one "
+                        "argument")
+            raise ArgumentError(f"{self.name} takes {len(self._params)} argument(s) ({shapes}), "
+                                f"got {len(args)}{hint}")
         arrays: list[np.ndarray] = []
         for i, (arg, specs, shape) in enumerate(zip(args, self._params, self.parameter_shapes)):
             if shape.is_tuple():

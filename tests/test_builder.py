@@ -941,3 +941,17 @@ def test_splat_and_mixed_constants_of_every_type(dtype, shape) -> None:
         b = xm.XlaBuilder("splat")
         b.constant(value)
         np.testing.assert_array_equal(xm.compile(b.build())(), value)
+
+
+def test_python_lists_become_constants_as_their_scalars_would(b) -> None:
+    """`b.constant([1.0, 2.0])` is f32 like `b.constant(1.0)` (not numpy's f64); ints are
+    s32, bools pred, complex c64; a mix takes the widest; numpy values keep their dtype."""
+    cases = [([1.0, 2.0], xm.F32), ([1, 2], xm.S32), ([True, False], xm.PRED), ([[1, 2.5]], xm.F32),
+             ([1j, 2], xm.C64), ([], xm.F32), ([np.float64(1.0)], xm.F64), (np.array([1, 2]), xm.S64)]
+    for value, element_type in cases:
+        assert b.constant(value).shape.element_type == element_type, value
+    with pytest.raises(xm.ShapeError, match="does not fit in s32"):
+        b.constant([1, 2**40])
+    comp = xm.XlaBuilder("lists")
+    comp.add(comp.constant([1.5, 2.5]), comp.constant(1.0))
+    np.testing.assert_array_equal(xm.compile(comp.build())(), np.array([2.5, 3.5], np.float32))

@@ -100,3 +100,14 @@ def test_messages_name_the_operands_and_the_method_called() -> None:
         assert message.startswith(start), message
     clz = cases[-1][0]
     assert "[clz builds count_leading_zeros]" in _raises_here(clz, inspect.getsourcelines(clz)[1])
+
+
+def test_a_tuple_parameter_given_its_arrays_says_pass_a_tuple() -> None:
+    b = xm.XlaBuilder("t")
+    p = b.parameter(0, xm.Shape.tuple([xm.Shape.array(F32, (2,)), xm.Shape.array(F32, (3,))]))
+    b.get_tuple_element(p, 0)
+    exe = xm.compile(b.build())
+    with pytest.raises(xm.ArgumentError, match=r"takes 1 argument\(s\) \(\(f32\[2\], f32\[3\]\)\), got 2; "
+                       r"parameter 0 is the tuple .*: pass a tuple of its 2 arrays as one argument"):
+        exe(np.zeros(2, np.float32), np.zeros(3, np.float32))
+    np.testing.assert_array_equal(exe((np.ones(2, np.float32), np.zeros(3, np.float32))), np.ones(2))
