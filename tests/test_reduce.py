@@ -670,6 +670,83 @@ def test_reduce_window_variadic_argmax() -> None:
     assert indices.tolist() == [2, 4, 5, 7, 8]
 
 
+# -- reduce_window: windows of one cell, read by broadcasting consumers ------------------------
+# A window of one cell is an all-parallel loop nest. Its output used to be an accumulator
+# that linalg's elementwise fusion kept, through the consumer's broadcasting map, across the
+# consumer's loops: it was updated once per consumer element (found by the differential
+# fuzzer, seeds 601323 and 700840).
+
+INT_TYPES = [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64, np.int64]
+
+
+def wrapped(value: int, dtype: type) -> int:
+    """The Python int `value` modulo 2**bits, read as `dtype` (two's complement)."""
+    info = np.iinfo(dtype)
+    return (value - int(info.min)) % (1 << info.bits) + int(info.min)
+
+
+def test_reduce_window_one_cell_broadcast_fuzzer_seed_601323() -> None:
+    # u8 [[1]]: base dilation 2 leaves a dimension of one element alone and window
+    # dilation 2 does nothing to a window of one cell; padding (1, 0) puts the init 0
+    # before the 1, stride 2 keeps the one row: [[0, 1]]. Every broadcast row is [0, 1]
+    # (the library gave [0, 1], [0, 2], [0, 3]).
+    def build(b, p):
+        window = b.reduce_window(p, b.constant(np.uint8(0)), add, [1, 1], [2, 1], [2, 1], [2, 2],
+                                 [(0, 0), (1, 0)])
+        return b.broadcast_in_dim(window, [1, 3, 2], [1, 2])
+
+    got = compiled(build, shape(xm.U8, (1, 1)))(np.array([[1]], np.uint8))
+    assert got.tolist() == [[[0, 1], [0, 1], [0, 1]]]
+
+
+def test_reduce_window_one_cell_dot_fuzzer_seed_700840() -> None:
+    # x = [1, -2, -6] as [3, 1]; base dilation 2 and padding (1, 1) with init 0 give
+    # [0, 1, 0, -2, 0, -6, 0]; contracted with the columns of y:
+    #   1 * -2 + -2 * 0 + -6 * -5 = 28,  1 * MIN + 0 + -6 * 6 = MIN - 36 -> 2**63 - 36 (wraps),
+    #   1 * 10 + -2 * -1 + -6 * 6 = -24   (the library gave 28, -72, -72: x twice, three times).
+    lo = np.iinfo(np.int64).min
+    y = np.array([[-1, -2, -2, 0, -1, -5, 8], [lo, lo, -6, 0, 0, 6, 5],
+                  [lo, 10, lo, -1, -1, 6, -3]], np.int64).T
+
+    def build(b, p, q):
+        window = b.reduce_window(p, b.constant(np.int64(0)), add, [1, 1], [1, 1], [2, 1], [1, 1],
+                                 [(1, 1), (0, 0)])
+        return b.dot_general(window, q, (([0], [0]), ([], [])))
+
+    exe = compiled(build, shape(xm.S64, (3, 1)), shape(xm.S64, (7, 3)))
+    got = exe(np.array([[1], [-2], [-6]], np.int64), y)
+    assert got.tolist() == [[28, 2**63 - 36, -24]]
+
+
+@pytest.mark.parametrize("dtype", INT_TYPES, ids=lambda d: np.dtype(d).name)
+def test_reduce_window_one_cell_consumers_wrap(dtype: type) -> None:
+    # init 1 (not an identity: each output is 1 + its one cell, padding and holes read as
+    # 1), base dilation 2 on dim 0 and padding (1, 0) on dim 1, the integer extremes, read
+    # by a broadcast to a new leading dimension and by a dot along dim 0.
+    info = np.iinfo(dtype)
+    lo, hi = int(info.min), int(info.max)
+    x = [[lo, hi], [hi - 1, lo + 1]]
+    y = [[hi, 2, lo], [3, lo, 1], [lo, hi, hi]]
+    init = 1
+    cells = [[init, x[0][0], x[0][1]], [init, init, init], [init, x[1][0], x[1][1]]]
+    window = [[wrapped(init + c, dtype) for c in row] for row in cells]
+    dot = [[wrapped(sum(window[i][j] * y[i][k] for i in range(3)), dtype) for k in range(3)]
+           for j in range(3)]
+    t = xm.type_of(np.dtype(dtype))
+
+    def one_cell(b: xm.XlaBuilder, p: xm.XlaOp) -> xm.XlaOp:
+        return b.reduce_window(p, const(b, init, dtype), add, [1, 1], [1, 1], [2, 1], [1, 1],
+                               [(0, 0), (1, 0)])
+
+    # One consumer per program: with a second user the window's result is not fused.
+    broadcast = compiled(lambda b, p: b.broadcast_in_dim(one_cell(b, p), [4, 3, 3], [1, 2]),
+                         shape(t, (2, 2)))(np.array(x, dtype))
+    product = compiled(lambda b, p, q: b.dot_general(one_cell(b, p), q, (([0], [0]), ([], []))),
+                       shape(t, (2, 2)), shape(t, (3, 3)))(np.array(x, dtype), np.array(y, dtype))
+    assert broadcast.tolist() == [window] * 4
+    assert product.tolist() == dot
+
+
 def cumulative(b: xm.XlaBuilder, x: xm.XlaOp | list[xm.XlaOp], init: xm.XlaOp | list[xm.XlaOp],
                computation: Callable[..., object], axis: int) -> xm.XlaOp:
     """XLA's cumulative-op idiom: a window of the whole axis, padding (n - 1, 0)."""
