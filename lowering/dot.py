@@ -59,15 +59,18 @@ def _convert(value: ir.Value, shape: Shape, src: PrimitiveType, dst: PrimitiveTy
                    lambda x: conv.convert(s, d, x))
 
 
+def _zero(t: PrimitiveType) -> ir.Value:
+    """The scalar zero of `t` in storage form (i8 for pred)."""
+    if t == P.PRED:
+        return arith.constant(ir.IntegerType.get_signless(8), 0)
+    # arith.constant needs a Python float for float types (an int aborts in MLIR's cast).
+    return Elem(t).const(0 if t.is_integral else 0.0)
+
+
 def _zero_filled(shape: Shape, t: PrimitiveType) -> ir.Value:
     tensor_type = ir.RankedTensorType(_tensor_type(shape, t))
     init = tensor.EmptyOp(list(shape.dimensions), tensor_type.element_type).result
-    if t == P.PRED:
-        zero = arith.constant(tensor_type.element_type, 0)
-    else:
-        # arith.constant needs a Python float for float types (an int aborts in MLIR's cast).
-        zero = Elem(t).const(0 if t.is_integral else 0.0)
-    return linalg.fill(zero, outs=[init])
+    return linalg.fill(_zero(t), outs=[init])
 
 
 def multiply_add(t: PrimitiveType) -> Callable[[ir.Value, ir.Value, ir.Value], ir.Value]:
@@ -122,8 +125,15 @@ def _generic_contraction(d: DotDimensionNumbers, lhs: ir.Value, rhs: ir.Value, l
     ]
     op = linalg.GenericOp_([lhs, rhs], [init], maps, ["parallel"] * n_out + ["reduction"] * n_contract)
     block = op.regions[0].blocks[0]
+    # Without contracting dimensions every loop is parallel and the body must not read its
+    # output: linalg-fuse-elementwise-ops fuses such a generic into a broadcasting consumer
+    # by keeping the output, indexed through the broadcast's map, as an accumulator that the
+    # consumer's loops then update once per element (an outer product broadcast 4 times gave
+    # x*y, 2x*y, 3x*y, 4x*y). The zero is the fill's, so the result is the same 0 + a * b.
+    zero = _zero(t) if n_contract == 0 else None
     with ir.InsertionPoint(block):
-        linalg.YieldOp([multiply_add(t)(*block.arguments)])
+        a, b, acc = block.arguments
+        linalg.YieldOp([multiply_add(t)(a, b, acc if zero is None else zero)])
     return op.results[0]
 
 

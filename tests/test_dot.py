@@ -129,6 +129,41 @@ def test_integer_dot_wraps() -> None:
     assert_same(run_dot(u8, np.full((3, 1), 2, np.uint8)), np.array([[176]], np.uint8))  # 1200 % 256
 
 
+INT_TYPES = [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64, np.int64]
+
+
+@pytest.mark.parametrize("dtype", INT_TYPES + [np.float32], ids=lambda d: np.dtype(d).name)
+def test_no_contracting_dims_under_a_broadcast(dtype) -> None:
+    # A dot_general without contracting dimensions (an outer product; with batch dimensions
+    # an elementwise product) read by a broadcast to a new leading dimension. Its loop nest
+    # used to accumulate into one buffer once per broadcast copy: copy c held (c + 1) * x * y
+    # (issue #14, found while classifying the fuzzer's seed 700840). Expected values are
+    # Python ints wrapped by hand.
+    if np.dtype(dtype).kind == "f":
+        x, y = [1.5, -2.0, 0.25], [4.0, -0.5, 3.0]
+        outer = [[a * b for b in y] for a in x]
+    else:
+        info = np.iinfo(dtype)
+        lo, hi, span = int(info.min), int(info.max), 1 << info.bits
+        x, y = [lo, hi, 3], [hi, 2, lo + 1]
+        outer = [[(a * b - lo) % span + lo for b in y] for a in x]
+    t = xm.type_of(np.dtype(dtype))
+    n, m = len(x), len(y)
+
+    def compiled(dn: tuple, lhs_dims: tuple, rhs_dims: tuple, out_dims: list[int]) -> xm.Executable:
+        b = xm.XlaBuilder("outer")
+        d = b.dot_general(b.parameter(0, xm.Shape.array(t, lhs_dims)),
+                          b.parameter(1, xm.Shape.array(t, rhs_dims)), dn)
+        b.broadcast_in_dim(d, [3] + out_dims, list(range(1, len(out_dims) + 1)))
+        return xm.compile(b.build())
+
+    got = compiled((([], []), ([], [])), (n,), (m,), [n, m])(np.array(x, dtype), np.array(y, dtype))
+    assert got.tolist() == [outer] * 3
+    diagonal = [outer[i][i] for i in range(n)]
+    got = compiled((([], []), ([0], [0])), (n,), (n,), [n])(np.array(x, dtype), np.array(y, dtype))
+    assert got.tolist() == [diagonal] * 3
+
+
 def test_complex_dot_does_not_conjugate() -> None:
     for dtype in (np.complex64, np.complex128):
         v = np.array([1j, 2 + 1j], dtype)
