@@ -374,10 +374,18 @@ def _run_timings(args: argparse.Namespace) -> int:
 
     import xlamlir as xm
 
-    # Per-pass timing, and a fresh compile: a cached executable has neither.
+    # Per-pass timing, and a fresh compile: a cached executable has neither. The setting
+    # is undone after: main() may run inside a longer process (tests, notebooks).
+    before = os.environ.get("XLAMLIR_PASS_TIMING")
     os.environ["XLAMLIR_PASS_TIMING"] = "1"
-    xm.runtime.clear_cache()
-    exe = _executable(args.file, args.function)
+    try:
+        xm.runtime.clear_cache()
+        exe = _executable(args.file, args.function)
+    finally:
+        if before is None:
+            del os.environ["XLAMLIR_PASS_TIMING"]
+        else:
+            os.environ["XLAMLIR_PASS_TIMING"] = before
     print(format_timings(exe.compile_stats))
     return 0
 

@@ -172,7 +172,8 @@ def test_write_object_needs_the_environment_variable(tmp_path: Path, monkeypatch
         xm.compile(_matmul(), target_cpu="x86-64-v3").write_object(str(tmp_path / "m.o"))
 
 
-def test_cache_keys_on_the_target() -> None:
+def test_cache_keys_on_the_target(monkeypatch) -> None:
+    monkeypatch.delenv("XLAMLIR_TARGET_CPU", raising=False)
     comp = _matmul()
     v3 = xm.compile(comp, target_cpu="x86-64-v3")
     assert xm.compile(comp, target_cpu="x86-64-v3") is v3
