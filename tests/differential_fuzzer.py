@@ -275,6 +275,10 @@ class Generator(StructuredOps):
         if x is None:
             return self.g_unary()
         y = self.partner(x)
+        if y.dtype.kind == "f" and not y.exact:
+            # An exact x against an inexact partner (an fft round trip of x, seed 800142): a
+            # rounding error of one ulp flips LE, and a pred has no tolerance.
+            y = self.new_input(x.dtype, x.dims)
         d = self.src.choice(["EQ", "NE", "LT", "LE", "GT", "GE"])
         return self.add(self.b.compare(x.op, y.op, d), 1, True, f"compare {d}")
 
