@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..dialect.errors import ShapeError, XlaError
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 
 # Arguments annotated XlaOp that also take a Python/numpy scalar (made a constant).
 _SCALAR_OK = {("pad", "padding_value")}

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..dialect.errors import ShapeError
-from ..dialect.shapes import _int_list
+from ..dialect.sequences import int_list as _int_list
 from .xla_op import XlaOp
 
 if TYPE_CHECKING:

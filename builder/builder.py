@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from ..dialect.element_types import PrimitiveType, dtype_of, type_of
 from ..dialect.errors import ShapeError
 from ..dialect.registry import OpDef, lookup
-from ..dialect.shapes import PrimitiveType, Shape, dtype_of, type_of
+from ..dialect.shape import Shape
 from .argcheck import checked
 from .xla_op import XlaOp
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from .emit import ModuleEmitter, check_parameters
 
 if TYPE_CHECKING:

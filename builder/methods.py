@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..dialect.element_types import type_of
 from ..dialect.errors import ShapeError
 from ..dialect.ops_elementwise import COMPARISON_DIRECTIONS, default_comparison_type
 from ..dialect.registry import REGISTRY, OpDef
-from ..dialect.shapes import _int_list, type_of
+from ..dialect.sequences import int_list as _int_list
 from .broadcasting import broadcast_binary_operands
 from .builder import XlaBuilder
 from .xla_op import XlaOp

@@ -10,7 +10,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..dialect.errors import ShapeError
-from ..dialect.shapes import Shape, _int_list
+from ..dialect.sequences import int_list as _int_list
+from ..dialect.shape import Shape
 from .builder import XlaBuilder
 from .xla_op import XlaOp
 

@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from ..dialect.element_types import PrimitiveType, type_of
 from ..dialect.errors import ShapeError
 from ..dialect.ops_conv import ConvDimensionNumbers, dilated, normalize_precision
 from ..dialect.registry import lookup
-from ..dialect.shapes import PrimitiveType, Shape, type_of
+from ..dialect.shape import Shape
 from .builder import XlaBuilder
 from .xla_op import XlaOp
 

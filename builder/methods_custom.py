@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..dialect.errors import ShapeError
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from .builder import XlaBuilder
 from .xla_op import XlaOp
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..dialect.element_types import type_of
 from ..dialect.errors import ShapeError
 from ..dialect.ops_dot import DotDimensionNumbers, normalize_precision
-from ..dialect.shapes import Shape, type_of
+from ..dialect.shape import Shape
 from .builder import XlaBuilder
 from .xla_op import XlaOp
 

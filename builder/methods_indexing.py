@@ -22,7 +22,7 @@ from ..dialect.ops_indexing import (
     ScatterDimensionNumbers,
     check_scatter_operands,
 )
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from .builder import XlaBuilder
 from .methods_reduce import _as_list, _ints, _results, _traced
 from .xla_op import XlaOp

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..dialect.errors import ShapeError
 from ..dialect.ops_reduce import check_select_and_scatter_operands, check_variadic, dilated
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from .builder import XlaBuilder
 from .xla_op import XlaOp
 

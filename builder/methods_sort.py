@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from ..dialect.element_types import PrimitiveType
 from ..dialect.errors import ShapeError
 from ..dialect.ops_sort import check_sort_operands
-from ..dialect.shapes import PrimitiveType, Shape
+from ..dialect.shape import Shape
 from .builder import XlaBuilder
 from .methods_reduce import _as_list, _results, _traced
 from .xla_op import XlaOp

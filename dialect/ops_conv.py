@@ -42,9 +42,10 @@ from typing import Any
 import numpy as np
 
 from . import ops_dot
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import ELEMENT_TYPE, I64_ARRAY, INT, PAIRS, STR, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 OP = "convolution"
 

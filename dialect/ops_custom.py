@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .errors import ShapeError
 from .registry import BOOL, STR, OpDef, Operand, define
-from .shapes import Shape
+from .shape import Shape
 
 
 def infer_custom_call(inputs: tuple[Shape, ...], *, call_target_name: str, backend_config: str,

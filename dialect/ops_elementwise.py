@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .element_types import PrimitiveType, type_of
 from .errors import ShapeError
 from .registry import ELEMENT_TYPE, INT, STR, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape, type_of
+from .shape import Shape
 
 P = PrimitiveType
 PRED_ = frozenset({P.PRED})

@@ -20,9 +20,10 @@ Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
 
 from __future__ import annotations
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import I64_ARRAY, STR, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 P = PrimitiveType
 FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")

@@ -30,9 +30,10 @@ from typing import Any, Self
 
 import numpy as np
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import BOOL, I64_ARRAY, INT, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 ProgramShape = tuple[Sequence[Shape], Shape]
 

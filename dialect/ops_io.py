@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .errors import ShapeError
 from .registry import STR, OpDef, Operand, define
-from .shapes import Shape
+from .shape import Shape
 
 TOKEN = Shape.token()
 

@@ -22,9 +22,10 @@ Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
 
 from __future__ import annotations
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import BOOL, STR, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 P = PrimitiveType
 TRANSPOSE_KINDS = ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT")

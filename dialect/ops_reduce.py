@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import I64_ARRAY, PAIRS, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 ProgramShape = tuple[Sequence[Shape], Shape]
 

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import ELEMENT_TYPE, I64_ARRAY, INT, STR, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 P = PrimitiveType
 ALGORITHMS = ("DEFAULT", "THREE_FRY", "PHILOX")

@@ -14,9 +14,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from .element_types import PrimitiveType, type_of
 from .errors import ShapeError
 from .registry import ELEMENT_TYPE, I64_ARRAY, INT, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape, type_of
+from .shape import Shape
 
 
 def _require_array(op: str, shapes: Sequence[Shape]) -> None:

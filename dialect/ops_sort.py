@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import BOOL, INT, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 ProgramShape = tuple[Sequence[Shape], Shape]
 

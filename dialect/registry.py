@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .shapes import Shape
+from .shape import Shape
 
 DIALECT = "xhlo"
 

@@ -1,421 +1,24 @@
-"""XLA element types, layouts and shapes, independent of MLIR.
+"""XLA's shape: an immutable, hashable array (element type, dimensions, layout), tuple or token,
+and its text form (``f32[2,3]{0,1}``, ``(f32[2], s32[])``, ``token[]``): ``str`` and a parser.
 
-This module holds :class:`PrimitiveType` (XLA's element types with XLA's own
-numbering), their mapping to and from numpy dtypes (BF16 through
-``ml_dtypes.bfloat16``), the immutable :class:`Layout` (a ``minor_to_major``
-permutation) and the immutable, hashable :class:`Shape` (array, tuple or token)
-together with XLA's shape text form (``f32[2,3]{0,1}``, ``(f32[2], s32[])``,
-``token[]``) and the MLIR type text of the project's dialect
-(``tensor<2x3xf32>``, ``tuple<...>``, ``!xhlo.token``). It is pure Python on
-numpy and ml_dtypes and imports nothing of ours except ``dialect.errors``.
+Pure Python; imports nothing of ours outside ``dialect`` (element types, layout, errors).
 """
 
 from __future__ import annotations
 
-import enum
 import math
-import operator
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
+from .element_types import PrimitiveType, dtype_of, type_of
 from .errors import ShapeError
+from .layout import Layout
+from .sequences import int_list
 
-__all__ = [
-    "BF16",
-    "C64",
-    "C128",
-    "F16",
-    "F32",
-    "F64",
-    "PRED",
-    "S8",
-    "S16",
-    "S32",
-    "S64",
-    "TOKEN",
-    "TOKEN_MLIR_TYPE",
-    "TUPLE",
-    "U8",
-    "U16",
-    "U32",
-    "U64",
-    "Layout",
-    "PrimitiveType",
-    "Shape",
-    "dtype_of",
-    "shape_from_mlir_type_text",
-    "to_mlir_type_text",
-    "type_from_mlir_name",
-    "type_of",
-]
-
-#: The MLIR type text of a token in the project's dialect.
-TOKEN_MLIR_TYPE = "!xhlo.token"
-
-
-# --------------------------------------------------------------------------------------------
-# Element types
-# --------------------------------------------------------------------------------------------
-
-
-class PrimitiveType(enum.IntEnum):
-    """XLA's element types, numbered as in ``xla_data.proto``.
-
-    ``str(t)`` is the XLA text name (``'f32'``); ``repr`` is the enum's.
-    """
-
-    PRED = 1
-    S8 = 2
-    S16 = 3
-    S32 = 4
-    S64 = 5
-    U8 = 6
-    U16 = 7
-    U32 = 8
-    U64 = 9
-    F16 = 10
-    F32 = 11
-    F64 = 12
-    TUPLE = 13
-    C64 = 15
-    BF16 = 16
-    TOKEN = 17
-    C128 = 18
-
-    def __str__(self) -> str:
-        return self.text_name
-
-    def __format__(self, spec: str) -> str:
-        return str(self) if not spec else format(int(self), spec)
-
-    @property
-    def is_pred(self) -> bool:
-        return self is PrimitiveType.PRED
-
-    @property
-    def is_signed_int(self) -> bool:
-        return self in _SIGNED
-
-    @property
-    def is_unsigned_int(self) -> bool:
-        return self in _UNSIGNED
-
-    @property
-    def is_integral(self) -> bool:
-        """Signed or unsigned integer (PRED is not integral)."""
-        return self in _SIGNED or self in _UNSIGNED
-
-    @property
-    def is_floating(self) -> bool:
-        """F16, BF16, F32 or F64 (complex types are not floating)."""
-        return self in _FLOATING
-
-    @property
-    def is_complex(self) -> bool:
-        return self in _COMPLEX
-
-    @property
-    def is_array_type(self) -> bool:
-        """True for everything but TUPLE and TOKEN."""
-        return self not in (PrimitiveType.TUPLE, PrimitiveType.TOKEN)
-
-    @property
-    def bit_width(self) -> int:
-        """Bits of one element (PRED: 1; TUPLE/TOKEN: 0)."""
-        return _BIT_WIDTH[self]
-
-    @property
-    def byte_width(self) -> int:
-        """Bytes of one element in numpy storage (PRED: 1; TUPLE/TOKEN: 0)."""
-        return (self.bit_width + 7) // 8
-
-    @property
-    def text_name(self) -> str:
-        """XLA's text name: ``'pred'``, ``'s32'``, ``'bf16'``, ``'c64'``, ``'token'``..."""
-        return _TEXT_NAME[self]
-
-    @property
-    def mlir_name(self) -> str:
-        """MLIR element type text: ``'i1'``, ``'i32'``, ``'ui8'``, ``'complex<f32>'``...
-
-        Signed integers are signless (``i32``). TOKEN gives ``'!xhlo.token'``
-        and TUPLE ``'tuple'`` (neither is a tensor element type).
-        """
-        return _MLIR_NAME[self]
-
-    @property
-    def complex_component(self) -> PrimitiveType:
-        """C64 -> F32, C128 -> F64, any other type -> itself."""
-        if self is PrimitiveType.C64:
-            return PrimitiveType.F32
-        if self is PrimitiveType.C128:
-            return PrimitiveType.F64
-        return self
-
-
-PRED = PrimitiveType.PRED
-S8 = PrimitiveType.S8
-S16 = PrimitiveType.S16
-S32 = PrimitiveType.S32
-S64 = PrimitiveType.S64
-U8 = PrimitiveType.U8
-U16 = PrimitiveType.U16
-U32 = PrimitiveType.U32
-U64 = PrimitiveType.U64
-F16 = PrimitiveType.F16
-BF16 = PrimitiveType.BF16
-F32 = PrimitiveType.F32
-F64 = PrimitiveType.F64
-C64 = PrimitiveType.C64
-C128 = PrimitiveType.C128
-TOKEN = PrimitiveType.TOKEN
-TUPLE = PrimitiveType.TUPLE
-
-_SIGNED = frozenset({S8, S16, S32, S64})
-_UNSIGNED = frozenset({U8, U16, U32, U64})
-_FLOATING = frozenset({F16, BF16, F32, F64})
-_COMPLEX = frozenset({C64, C128})
-
-_BIT_WIDTH = {
-    PRED: 1,
-    S8: 8,
-    S16: 16,
-    S32: 32,
-    S64: 64,
-    U8: 8,
-    U16: 16,
-    U32: 32,
-    U64: 64,
-    F16: 16,
-    BF16: 16,
-    F32: 32,
-    F64: 64,
-    C64: 64,
-    C128: 128,
-    TOKEN: 0,
-    TUPLE: 0,
-}
-
-_TEXT_NAME = {t: t.name.lower() for t in PrimitiveType}
-
-_MLIR_NAME = {
-    PRED: "i1",
-    S8: "i8",
-    S16: "i16",
-    S32: "i32",
-    S64: "i64",
-    U8: "ui8",
-    U16: "ui16",
-    U32: "ui32",
-    U64: "ui64",
-    F16: "f16",
-    BF16: "bf16",
-    F32: "f32",
-    F64: "f64",
-    C64: "complex<f32>",
-    C128: "complex<f64>",
-    TOKEN: TOKEN_MLIR_TYPE,
-    TUPLE: "tuple",
-}
-
-_DTYPE = {
-    PRED: np.dtype(np.bool_),
-    S8: np.dtype(np.int8),
-    S16: np.dtype(np.int16),
-    S32: np.dtype(np.int32),
-    S64: np.dtype(np.int64),
-    U8: np.dtype(np.uint8),
-    U16: np.dtype(np.uint16),
-    U32: np.dtype(np.uint32),
-    U64: np.dtype(np.uint64),
-    F16: np.dtype(np.float16),
-    BF16: np.dtype(ml_dtypes.bfloat16),
-    F32: np.dtype(np.float32),
-    F64: np.dtype(np.float64),
-    C64: np.dtype(np.complex64),
-    C128: np.dtype(np.complex128),
-}
-_TYPE_OF_DTYPE = {dt: t for t, dt in _DTYPE.items()}
-
-# Names accepted by ``type_of`` before numpy gets a say ('u8' is uint8 here, not uint64).
-_NAMED_TYPES: dict[str, PrimitiveType] = {}
-for _t in PrimitiveType:
-    _NAMED_TYPES[_t.text_name] = _t
-    _NAMED_TYPES[_t.name] = _t
-del _t
-
-# MLIR element type text -> PrimitiveType (signless and explicitly signed ints both map to S*).
-_MLIR_ELEMENT_TYPES: dict[str, PrimitiveType] = {
-    "i1": PRED,
-    "f16": F16,
-    "bf16": BF16,
-    "f32": F32,
-    "f64": F64,
-    "complex<f32>": C64,
-    "complex<f64>": C128,
-}
-for _bits, _s, _u in ((8, S8, U8), (16, S16, U16), (32, S32, U32), (64, S64, U64)):
-    _MLIR_ELEMENT_TYPES[f"i{_bits}"] = _s
-    _MLIR_ELEMENT_TYPES[f"si{_bits}"] = _s
-    _MLIR_ELEMENT_TYPES[f"ui{_bits}"] = _u
-del _bits, _s, _u
-
-
-def dtype_of(t: Any) -> np.dtype:
-    """The numpy dtype storing elements of type ``t`` (anything :func:`type_of` accepts).
-
-    PRED -> ``bool``, BF16 -> ``ml_dtypes.bfloat16``, C64 -> ``complex64``...
-    TOKEN and TUPLE have no dtype and raise :class:`ShapeError`.
-    """
-    pt = type_of(t)
-    try:
-        return _DTYPE[pt]
-    except KeyError:
-        raise ShapeError("dtype_of", [], f"{pt.text_name} has no numpy dtype") from None
-
-
-def type_of(x: Any) -> PrimitiveType:
-    """The :class:`PrimitiveType` for ``x``.
-
-    ``x`` is a :class:`PrimitiveType` (returned as is), an XLA type name
-    (``'f32'``, ``'pred'``, ``'bf16'``, ``'u8'``; also ``'F32'``; these take
-    precedence over numpy's reading of the same string), anything
-    ``np.dtype()`` accepts (``np.float32``, ``'float32'``, ``ml_dtypes.bfloat16``,
-    ``np.dtype('int8')``, ``bool``...), or an object with a numpy ``.dtype``
-    (an array or a numpy scalar). Byte order is ignored. Anything else, or a
-    dtype XLA has no type for, raises :class:`ShapeError`.
-    """
-    if isinstance(x, PrimitiveType):
-        return x
-    if (isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)) or x is None:
-        # Plain numbers are values, not types (and None means float64 to numpy).
-        raise ShapeError("type_of", [], f"not an element type: {x!r}")
-    if isinstance(x, str):
-        named = _NAMED_TYPES.get(x.strip())
-        if named is not None:
-            return named
-    dt: np.dtype | None
-    if isinstance(x, np.dtype):
-        dt = x
-    elif isinstance(getattr(x, "dtype", None), np.dtype) and not isinstance(x, type):
-        dt = x.dtype
-    else:
-        try:
-            dt = np.dtype(x)
-        except (TypeError, ValueError, SyntaxError, AttributeError, RecursionError):
-            dt = None
-    if dt is None:
-        raise ShapeError("type_of", [], f"not an element type: {x!r}")
-    if dt.byteorder not in ("=", "|"):
-        dt = dt.newbyteorder("=")
-    t = _TYPE_OF_DTYPE.get(dt)
-    if t is None:
-        raise ShapeError("type_of", [], f"numpy dtype {dt} has no XLA element type")
-    return t
-
-
-def type_from_mlir_name(name: str) -> PrimitiveType:
-    """The :class:`PrimitiveType` of an MLIR element type text (``'i32'``, ``'si32'``,
-    ``'ui8'``, ``'i1'``, ``'complex<f32>'``...); anything else raises :class:`ShapeError`."""
-    t = _MLIR_ELEMENT_TYPES.get(re.sub(r"\s+", "", name))
-    if t is None:
-        raise ShapeError("type_from_mlir_name", [], f"unsupported MLIR element type {name!r}")
-    return t
-
-
-# --------------------------------------------------------------------------------------------
-# Layout
-# --------------------------------------------------------------------------------------------
-
-
-def _int_list(values: Any, what: str, op: str) -> tuple[int, ...]:
-    """Converts an iterable of ints (Python or numpy, not bool) to a tuple of Python ints."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise ShapeError(op, [], f"{what} must be a sequence of ints, got {values!r}")
-    try:
-        items = list(values)
-    except TypeError:  # e.g. a 0-d numpy array
-        raise ShapeError(op, [], f"{what} must be a sequence of ints, got {values!r}") from None
-    out = []
-    for v in items:
-        if isinstance(v, (bool, np.bool_)):
-            raise ShapeError(op, [], f"{what} must be ints, got a bool in {values!r}")
-        try:
-            out.append(operator.index(v))
-        except TypeError:
-            raise ShapeError(op, [], f"{what} must be ints, got {v!r}") from None
-    return tuple(out)
-
-
-class Layout:
-    """An array layout: ``minor_to_major`` lists the dimensions from most minor to most major.
-
-    Immutable, hashable, equal by value. ``minor_to_major`` must be a
-    permutation of ``range(len(minor_to_major))``.
-    """
-
-    __slots__ = ("_minor_to_major",)
-    _minor_to_major: tuple[int, ...]
-
-    def __init__(self, minor_to_major: Iterable[int]) -> None:
-        mtm = _int_list(minor_to_major, "minor_to_major", "Layout")
-        if sorted(mtm) != list(range(len(mtm))):
-            raise ShapeError(
-                "Layout",
-                [],
-                f"minor_to_major {list(mtm)} is not a permutation of range({len(mtm)})",
-            )
-        object.__setattr__(self, "_minor_to_major", mtm)
-
-    @classmethod
-    def default(cls, rank: int) -> Layout:
-        """The default (row-major) layout of a rank-``rank`` array: ``(rank-1, ..., 0)``."""
-        return cls(range(rank - 1, -1, -1))
-
-    @property
-    def minor_to_major(self) -> tuple[int, ...]:
-        return self._minor_to_major
-
-    @property
-    def rank(self) -> int:
-        return len(self._minor_to_major)
-
-    def is_default(self) -> bool:
-        """True if this is the row-major layout of its rank."""
-        n = len(self._minor_to_major)
-        return self._minor_to_major == tuple(range(n - 1, -1, -1))
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("Layout is immutable")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError("Layout is immutable")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Layout):
-            return NotImplemented
-        return self._minor_to_major == other._minor_to_major
-
-    def __hash__(self) -> int:
-        return hash(("Layout", self._minor_to_major))
-
-    def __repr__(self) -> str:
-        return f"Layout({self._minor_to_major!r})"
-
-    def __str__(self) -> str:
-        return "{" + ",".join(str(d) for d in self._minor_to_major) + "}"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (Layout, (self._minor_to_major,))
-
-
-# --------------------------------------------------------------------------------------------
-# Shape
-# --------------------------------------------------------------------------------------------
+__all__ = ["Shape"]
 
 
 class Shape:
@@ -477,7 +80,7 @@ class Shape:
                 f"{et.text_name} is not an array element type; use "
                 f"Shape.{'tuple' if et is PrimitiveType.TUPLE else 'token'}()",
             )
-        dimensions = _int_list(dims, "dimensions", "Shape.array")
+        dimensions = int_list(dims, "dimensions", "Shape.array")
         for d in dimensions:
             if d < 0:
                 raise ShapeError(
@@ -490,7 +93,7 @@ class Shape:
             mtm = (
                 minor_to_major.minor_to_major
                 if isinstance(minor_to_major, Layout)
-                else _int_list(minor_to_major, "minor_to_major", "Shape.array")
+                else int_list(minor_to_major, "minor_to_major", "Shape.array")
             )
             if sorted(mtm) != list(range(rank)):
                 raise ShapeError(
@@ -596,7 +199,7 @@ class Shape:
     def dtype(self) -> np.dtype:
         """The numpy dtype of the element type. Arrays only."""
         self._require_array("Shape.dtype")
-        return _DTYPE[self._element_type]
+        return dtype_of(self._element_type)
 
     @property
     def byte_size(self) -> int:
@@ -691,6 +294,8 @@ class Shape:
 
 
 _TOKEN_SHAPE = Shape._make(PrimitiveType.TOKEN, (), None, ())
+# Lower-case XLA names only: the text form is 'f32[2]', never 'F32[2]'.
+_TEXT_NAMES = {t.text_name: t for t in PrimitiveType}
 
 
 class _ShapeParser:
@@ -767,7 +372,7 @@ class _ShapeParser:
         if m is None:
             raise self.fail("expected an element type or '('")
         name = m.group()
-        et = _NAMED_TYPES.get(name) if name == name.lower() else None
+        et = _TEXT_NAMES.get(name) if name == name.lower() else None
         if et is None or et is PrimitiveType.TUPLE:
             raise self.fail(f"unknown element type {name!r}")
         self.pos = m.end()
@@ -794,109 +399,3 @@ class _ShapeParser:
         if self.pos != len(self.text):
             raise self.fail("trailing text")
         return s
-
-
-# --------------------------------------------------------------------------------------------
-# MLIR type text
-# --------------------------------------------------------------------------------------------
-
-
-def to_mlir_type_text(shape: Shape) -> str:
-    """The MLIR type of ``shape`` in the project's dialect: ``tensor<2x3xf32>``,
-    ``tensor<f32>``, ``tensor<2xcomplex<f32>>``, ``tuple<tensor<2xf32>, tensor<i32>>``,
-    ``!xhlo.token``. Layouts are not part of the MLIR type."""
-    if not isinstance(shape, Shape):
-        raise ShapeError("to_mlir_type_text", [], f"expected a Shape, got {shape!r}")
-    if shape.is_tuple():
-        return "tuple<" + ", ".join(to_mlir_type_text(s) for s in shape.tuple_shapes) + ">"
-    if shape.is_token():
-        return TOKEN_MLIR_TYPE
-    return (
-        "tensor<"
-        + "".join(f"{d}x" for d in shape.dimensions)
-        + (shape.element_type.mlir_name + ">")
-    )
-
-
-class _MlirTypeParser:
-    _SPACE = re.compile(r"\s*")
-    _DIM = re.compile(r"([0-9]+)\s*x")
-    _ELEM = re.compile(r"complex\s*<\s*[a-z0-9]+\s*>|[a-z][a-z0-9]*")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
-
-    def fail(self, why: str) -> ShapeError:
-        return ShapeError(
-            "shape_from_mlir_type_text",
-            [],
-            f"unsupported MLIR type {self.text!r}: {why} at offset {self.pos}",
-        )
-
-    def skip(self) -> None:
-        m = self._SPACE.match(self.text, self.pos)
-        assert m is not None
-        self.pos = m.end()
-
-    def take(self, word: str) -> bool:
-        self.skip()
-        if self.text.startswith(word, self.pos):
-            self.pos += len(word)
-            return True
-        return False
-
-    def type(self) -> Shape:
-        if self.take(TOKEN_MLIR_TYPE):
-            return _TOKEN_SHAPE
-        if self.take("tuple<"):
-            elems: list[Shape] = []
-            if self.take(">"):
-                return Shape.tuple(elems)
-            while True:
-                elems.append(self.type())
-                if self.take(","):
-                    continue
-                if self.take(">"):
-                    return Shape.tuple(elems)
-                raise self.fail("expected ',' or '>' in tuple")
-        if self.take("tensor<"):
-            dims: list[int] = []
-            while True:
-                self.skip()
-                m = self._DIM.match(self.text, self.pos)
-                if m is None:
-                    break
-                dims.append(int(m.group(1)))
-                self.pos = m.end()
-            self.skip()
-            m = self._ELEM.match(self.text, self.pos)
-            if m is None:
-                raise self.fail("expected a static dimension or an element type")
-            name = re.sub(r"\s+", "", m.group())
-            et = _MLIR_ELEMENT_TYPES.get(name)
-            if et is None:
-                raise self.fail(f"unsupported element type {name!r}")
-            self.pos = m.end()
-            if not self.take(">"):
-                raise self.fail("expected '>' closing the tensor type")
-            return Shape.array(et, dims)
-        raise self.fail("expected tensor<...>, tuple<...> or " + TOKEN_MLIR_TYPE)
-
-    def parse(self) -> Shape:
-        if not isinstance(self.text, str):
-            raise ShapeError("shape_from_mlir_type_text", [], f"expected a str, got {self.text!r}")
-        s = self.type()
-        self.skip()
-        if self.pos != len(self.text):
-            raise self.fail("trailing text")
-        return s
-
-
-def shape_from_mlir_type_text(text: str) -> Shape:
-    """The :class:`Shape` (default layouts) of an MLIR type as printed by MLIR:
-    ``tensor<2x3xf32>``, ``tensor<f32>``, ``tensor<4xcomplex<f64>>``, ``tensor<4xsi32>``
-    (signless and signed ints both give S*), ``tuple<tensor<2xf32>, tuple<>>``,
-    ``!xhlo.token``. Dynamic dimensions, encodings, memrefs, vectors and other
-    types raise :class:`ShapeError`."""
-    return _MlirTypeParser(text).parse()

@@ -17,14 +17,14 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from ..dialect.errors import CompileError
-from .approximations import approximate_math
-from .control import loop_state_in_place
-from .destinations import split_shared_inits
-from .fusion import duplicate_cheap_producers
-from .i1_memory import widen_i1_memrefs
 from .lower_pass import lower_xhlo
-from .schedules import schedule_contractions
-from .vectorize import schedule_vectorize, super_vectorize
+from .ops.control import loop_state_in_place
+from .passes.approximations import approximate_math
+from .passes.destinations import split_shared_inits
+from .passes.fusion import duplicate_cheap_producers
+from .passes.i1_memory import widen_i1_memrefs
+from .passes.schedules import schedule_contractions
+from .passes.vectorize import schedule_vectorize, super_vectorize
 
 PassSpec = str | Callable[[Any, Any], None]
 

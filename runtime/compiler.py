@@ -21,8 +21,8 @@ from mlir.execution_engine import ExecutionEngine
 from ..dialect.errors import CompileError, ShapeError
 from ..dialect.irdl import new_context
 from ..dialect.verify import program_shape_of, verify_module
-from ..lowering.boundary import DYNAMIC_STRIDES_ATTR, result_leaf_shapes
-from ..lowering.custom import CUSTOM_CALLS_ATTR
+from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
+from ..lowering.patterns.boundary import DYNAMIC_STRIDES_ATTR, result_leaf_shapes
 from ..lowering.pipeline import Pipeline
 from .custom_calls import bind_custom_calls
 from .executable import Executable

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..dialect.errors import ArgumentError, XlaError
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from .arguments import LeafSpec, coerce, strides_fit
 from .export import export_executable
 from .inspection import dump_stages, executable_html, stage_diff
@@ -110,7 +110,7 @@ class Executable:
     def seed(self, n: int) -> None:
         """Restart the random ops' stream (rng_uniform/normal/bernoulli) from seed `n`;
         a fresh executable starts from seed 0."""
-        from ..lowering.rng import set_rng_seed
+        from ..lowering.ops.rng import set_rng_seed
 
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
             raise ArgumentError(f"seed must be an int, got {n!r}")
@@ -120,7 +120,7 @@ class Executable:
 
     def _call_strided(self, args: tuple[Any, ...]) -> Any:
         """Run the strided-input variant, carrying the random state over and back."""
-        from ..lowering.rng import rng_state, set_rng_state
+        from ..lowering.ops.rng import rng_state, set_rng_state
 
         variant = self._strided()
         set_rng_state(variant._engine, rng_state(self._engine))

@@ -35,11 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..dialect.element_types import PrimitiveType
 from ..dialect.errors import CompileError
-from ..dialect.shapes import PrimitiveType, Shape
-from ..lowering.boundary import result_leaf_shapes
-from ..lowering.custom import CUSTOM_CALLS_ATTR
-from ..lowering.rng import RNG_STATE_GLOBAL
+from ..dialect.shape import Shape
+from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
+from ..lowering.ops.rng import RNG_STATE_GLOBAL
+from ..lowering.patterns.boundary import result_leaf_shapes
 
 #: Default `cpu`: the machine exporting, as the JIT does. Pass a baseline such
 #: as "x86-64" (or "x86-64-v3", ...) for a library meant for other machines.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import xlamlir as xm
 from xlamlir.dialect.irdl import dialect_irdl_text, new_context
 from xlamlir.dialect.registry import REGISTRY
-from xlamlir.lowering.framework import LOWERINGS, missing_lowerings
+from xlamlir.lowering.patterns.framework import LOWERINGS, missing_lowerings
 
 # API.md rows implemented so far (issues: foundation, data movement/reductions/dot).
 CONTRACT_METHODS = """

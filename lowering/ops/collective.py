@@ -24,11 +24,12 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import tensor
 
-from ..dialect.ops_collective import parse_replica_groups
-from ..dialect.shapes import PrimitiveType, Shape
-from .computations import current_library
+from ...dialect.element_types import PrimitiveType
+from ...dialect.ops_collective import parse_replica_groups
+from ...dialect.shape import Shape
+from ..patterns.computations import current_library
+from ..patterns.framework import OpView, lowers, shape_of
 from .custom import _module_of, call_sites, runtime_call
-from .framework import OpView, lowers, shape_of
 from .reduce import _linalg_reduce
 
 NUM_REPLICAS_ATTR = "xhlo.num_replicas"

@@ -14,16 +14,17 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import arith, scf, tensor
 
-from ..dialect.shapes import PrimitiveType, to_mlir_type_text
-from .boundary import _leaves, _rebuild
-from .computations import current_library, select_branch
+from ...dialect.element_types import PrimitiveType
+from ...dialect.mlir_types import to_mlir_type_text
+from ..patterns.boundary import _leaves, _rebuild
+from ..patterns.computations import current_library, select_branch
+from ..patterns.framework import OpView, lowers, signless_type, to_signless
 from .elementwise import generic
-from .framework import OpView, lowers, signless_type, to_signless
 
 
 def _raw_operand_leaves(v: OpView, name: str) -> list[ir.Value]:
     """The array leaves of an operand (or operand list), in their own types."""
-    from ..dialect.attributes import operand_groups
+    from ...dialect.attributes import operand_groups
 
     group = operand_groups(v.opdef, v.op.operation)[name]
     values = group if isinstance(group, list) else [group]
@@ -35,7 +36,7 @@ def _result(v: OpView, leaves: list[ir.Value]) -> ir.Value:
     result_type = v.op.results[0].type
     if str(result_type).startswith("tuple<"):
         return _rebuild(leaves, result_type, cast_leaves=True)
-    from .framework import cast
+    from ..patterns.framework import cast
 
     return cast(leaves[0], result_type)
 
@@ -108,7 +109,7 @@ def lower_case(v: OpView) -> ir.Value:
 
 
 def _operand_list(v: OpView, name: str) -> list[ir.Value]:
-    from ..dialect.attributes import operand_groups
+    from ...dialect.attributes import operand_groups
 
     return list(operand_groups(v.opdef, v.op.operation)[name])
 

@@ -41,13 +41,14 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
-from ..dialect.ops_conv import CONV_FIELDS, ConvDimensionNumbers, dilated
-from ..dialect.shapes import PrimitiveType, Shape
-from . import convert as conv
+from ...dialect.element_types import PrimitiveType
+from ...dialect.ops_conv import CONV_FIELDS, ConvDimensionNumbers, dilated
+from ...dialect.shape import Shape
+from ..patterns.framework import OpView, lowers, signless_type
+from ..scalar import conversion as conv
+from ..scalar.arithmetic import Elem
 from .dot import accumulation_type, multiply_add
 from .elementwise import generic
-from .framework import OpView, lowers, signless_type
-from .scalar import Elem
 
 P = PrimitiveType
 Role = str | tuple[str, int]  # "n", "g", "i", "j", or ("y"|"k"|"s"|"p", spatial index)

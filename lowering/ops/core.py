@@ -10,10 +10,11 @@ from mlir import ir
 from mlir.dialects import arith, linalg
 from mlir.dialects import complex as cx
 
-from ..dialect.shapes import PrimitiveType, Shape
+from ...dialect.element_types import PrimitiveType
+from ...dialect.shape import Shape
+from ..patterns.framework import ERASED, NO_MATCH, OpView, lowers, signless_type
+from ..scalar.arithmetic import Elem
 from .elementwise import generic
-from .framework import ERASED, NO_MATCH, OpView, lowers, signless_type
-from .scalar import Elem
 
 
 @lowers("constant")

@@ -13,9 +13,9 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import bufferization, func, memref
 
-from ..dialect.shapes import Shape
-from .boundary import _leaves, _rebuild, memref_type
-from .framework import OpView, cast, lowers, shape_of, signless_type, to_signless
+from ...dialect.shape import Shape
+from ..patterns.boundary import _leaves, _rebuild, memref_type
+from ..patterns.framework import OpView, cast, lowers, shape_of, signless_type, to_signless
 
 CUSTOM_CALLS_ATTR = "xhlo.custom_calls"
 
@@ -81,7 +81,7 @@ def array_leaves(values: list[ir.Value]) -> list[ir.Value]:
 
 @lowers("custom_call")
 def lower_custom_call(v: OpView) -> ir.Value:
-    from ..dialect.attributes import operand_groups
+    from ...dialect.attributes import operand_groups
 
     inputs = array_leaves(list(operand_groups(v.opdef, v.op.operation)["inputs"]))
     result = Shape.parse(v.attrs["result_shape"])
@@ -94,6 +94,6 @@ def lower_custom_call(v: OpView) -> ir.Value:
 
 
 def _tensor_text(shape: Shape) -> str:
-    from ..dialect.shapes import to_mlir_type_text
+    from ...dialect.mlir_types import to_mlir_type_text
 
     return to_mlir_type_text(shape.with_default_layout())

@@ -25,12 +25,13 @@ from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 from mlir.dialects import complex as cx
 
-from ..dialect.ops_dot import DOT_FIELDS, DotDimensionNumbers, free_dimensions
-from ..dialect.shapes import PrimitiveType, Shape
-from . import convert as conv
+from ...dialect.element_types import PrimitiveType
+from ...dialect.ops_dot import DOT_FIELDS, DotDimensionNumbers, free_dimensions
+from ...dialect.shape import Shape
+from ..patterns.framework import OpView, lowers, signless_type
+from ..scalar import conversion as conv
+from ..scalar.arithmetic import Elem
 from .elementwise import generic
-from .framework import OpView, lowers, signless_type
-from .scalar import Elem
 
 P = PrimitiveType
 

@@ -12,11 +12,12 @@ from collections.abc import Callable, Sequence
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
-from ..dialect.shapes import PrimitiveType, Shape
-from . import convert as conv
-from . import scalar
-from .framework import OpView, lowers
-from .scalar import Elem
+from ...dialect.element_types import PrimitiveType
+from ...dialect.shape import Shape
+from ..patterns.framework import OpView, lowers
+from ..scalar import arithmetic as scalar
+from ..scalar import conversion as conv
+from ..scalar.arithmetic import Elem
 
 
 def generic(inputs: Sequence[ir.Value], input_shapes: Sequence[Shape], out_shape: Shape,

@@ -51,10 +51,10 @@ from mlir.dialects import arith, linalg, tensor
 from mlir.dialects import complex as cx
 from mlir.dialects import math as mmath
 
-from ..dialect.shapes import PrimitiveType
-from .framework import OpView, lowers
+from ...dialect.element_types import PrimitiveType
+from ..patterns.framework import OpView, lowers
+from ..scalar.arithmetic import Elem
 from .linear_algebra import tensor_type
-from .scalar import Elem
 
 P = PrimitiveType
 Planar = tuple[ir.Value, ir.Value]  # (real parts, imaginary parts), same shape

@@ -26,10 +26,10 @@ from collections.abc import Callable, Sequence
 from mlir import ir
 from mlir.dialects import arith, linalg, scf, tensor
 
-from ..dialect.ops_indexing import batch_positions, scatter_window_sizes
-from ..dialect.shapes import PrimitiveType
-from .computations import apply_computation
-from .framework import OpView, lowers
+from ...dialect.element_types import PrimitiveType
+from ...dialect.ops_indexing import batch_positions, scatter_window_sizes
+from ..patterns.computations import apply_computation
+from ..patterns.framework import OpView, lowers
 
 
 def index_const(value: int) -> ir.Value:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import tensor
 
-from ..dialect.shapes import Shape
-from .boundary import _rebuild
+from ...dialect.shape import Shape
+from ..patterns.boundary import _rebuild
+from ..patterns.framework import OpView, lowers
 from .custom import array_leaves, runtime_call
-from .framework import OpView, lowers
 
 INFEED, OUTFEED, SEND, RECV = "xlamlir.infeed", "xlamlir.outfeed", "xlamlir.send", "xlamlir.recv"
 

@@ -31,11 +31,12 @@ from mlir.dialects import arith, linalg, scf, tensor
 from mlir.dialects import complex as cx
 from mlir.dialects import math as mmath
 
-from ..dialect.shapes import PrimitiveType, Shape
-from . import convert as conv
+from ...dialect.element_types import PrimitiveType
+from ...dialect.shape import Shape
+from ..patterns.framework import OpView, lowers, signless_type
+from ..scalar import conversion as conv
+from ..scalar.arithmetic import Elem
 from .elementwise import generic
-from .framework import OpView, lowers, signless_type
-from .scalar import Elem
 
 P = PrimitiveType
 Index = int | ir.Value

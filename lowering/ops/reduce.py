@@ -40,12 +40,12 @@ from collections.abc import Callable, Sequence
 from mlir import ir
 from mlir.dialects import arith, linalg, scf, tensor
 
-from ..dialect.ops_reduce import dilated
-from ..dialect.shapes import PrimitiveType
-from .computations import apply_computation, current_library
+from ...dialect.element_types import PrimitiveType
+from ...dialect.ops_reduce import dilated
+from ..patterns.computations import apply_computation, current_library
+from ..patterns.framework import OpView, lowers
+from ..scalar.arithmetic import Elem
 from .elementwise import from_storage, to_storage
-from .framework import OpView, lowers
-from .scalar import Elem
 
 
 def _element_type(value_or_type: ir.Value | ir.Type) -> ir.Type:

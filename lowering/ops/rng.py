@@ -43,12 +43,13 @@ from mlir import ir
 from mlir.dialects import arith, linalg, memref, tensor
 from mlir.dialects import math as mmath
 
-from ..dialect.shapes import PrimitiveType, Shape
-from . import convert as conv
+from ...dialect.element_types import PrimitiveType
+from ...dialect.shape import Shape
+from ..patterns.framework import OpView, lowers, signless_type
+from ..scalar import conversion as conv
+from ..scalar.arithmetic import Elem
 from .elementwise import from_storage, generic
-from .framework import OpView, lowers, signless_type
 from .linear_algebra import compute_type, tensor_type
-from .scalar import Elem
 
 P = PrimitiveType
 I = arith.CmpIPredicate  # noqa: E741

@@ -16,11 +16,12 @@ from collections.abc import Sequence
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
-from ..dialect.shapes import PrimitiveType, Shape
-from . import convert as conv
+from ...dialect.element_types import PrimitiveType
+from ...dialect.shape import Shape
+from ..patterns.framework import OpView, lowers
+from ..scalar import conversion as conv
+from ..scalar.arithmetic import Elem
 from .elementwise import generic
-from .framework import OpView, lowers
-from .scalar import Elem
 
 DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset
 

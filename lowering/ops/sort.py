@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from mlir import ir
 from mlir.dialects import arith, scf, tensor
 
-from ..dialect.shapes import PrimitiveType
-from .computations import apply_computation
+from ...dialect.element_types import PrimitiveType
+from ..patterns.computations import apply_computation
+from ..patterns.framework import OpView, lowers
 from .elementwise import from_storage
-from .framework import OpView, lowers
 from .indexing import element_type, index_const, loop_nest
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import bufferization, func
 
-from ..dialect.irdl import OPERAND_SEGMENTS, segment_runs
-from ..dialect.shapes import Shape
-from ..dialect.verify import LAYOUT_ATTR
+from ...dialect.irdl import OPERAND_SEGMENTS, segment_runs
+from ...dialect.shape import Shape
+from ...dialect.verify import LAYOUT_ATTR
 from .framework import cast, shape_of, signless_type
 
 DYNAMIC_STRIDES_ATTR = "xhlo.dynamic_strides"
@@ -39,7 +39,7 @@ def memref_type(shape: Shape, minor_to_major: tuple[int, ...] | None = None,
 
 
 def _tensor_text(shape: Shape) -> str:
-    from ..dialect.shapes import to_mlir_type_text
+    from ...dialect.mlir_types import to_mlir_type_text
 
     return to_mlir_type_text(shape)
 

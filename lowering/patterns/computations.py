@@ -21,13 +21,14 @@ from mlir import ir
 from mlir.dialects import arith, scf
 from mlir.dialects import complex as cx
 
-from ..dialect.attributes import attribute_values, operand_groups
-from ..dialect.registry import DIALECT, lookup
-from ..dialect.shapes import Shape, shape_from_mlir_type_text
-from . import convert as conv
-from . import scalar
-from .elementwise import from_storage, to_storage
-from .scalar import Elem
+from ...dialect.attributes import attribute_values, operand_groups
+from ...dialect.mlir_types import shape_from_mlir_type_text
+from ...dialect.registry import DIALECT, lookup
+from ...dialect.shape import Shape
+from ..ops.elementwise import from_storage, to_storage
+from ..scalar import arithmetic as scalar
+from ..scalar import conversion as conv
+from ..scalar.arithmetic import Elem
 
 
 class NotScalar(Exception):
@@ -251,7 +252,7 @@ def _scalar_constant(attr: ir.Attribute, result: Shape) -> ir.Value:
 def apply_computation(op_name: str, symbol: str, args: list[ir.Value]) -> list[ir.Value]:
     """The sub-computation `symbol` on scalars (storage types in and out) as scalar code,
     or a CompileError naming the op when it has no scalar form."""
-    from ..dialect.errors import CompileError
+    from ...dialect.errors import CompileError
 
     try:
         return current_library().emit_scalar(symbol, list(args))

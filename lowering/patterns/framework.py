@@ -17,9 +17,11 @@ from typing import Any
 from mlir import ir
 from mlir.rewrite import PatternRewriter, RewritePatternSet
 
-from ..dialect.attributes import attribute_values, operand_groups
-from ..dialect.registry import REGISTRY, OpDef, lookup
-from ..dialect.shapes import PrimitiveType, Shape, shape_from_mlir_type_text
+from ...dialect.attributes import attribute_values, operand_groups
+from ...dialect.element_types import PrimitiveType
+from ...dialect.mlir_types import shape_from_mlir_type_text
+from ...dialect.registry import REGISTRY, OpDef, lookup
+from ...dialect.shape import Shape
 
 NO_MATCH = True  # a truthy return from a pattern callback means "did not apply"
 ERASED = object()  # returned by a lowering that erased its op itself

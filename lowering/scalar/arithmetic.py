@@ -14,7 +14,7 @@ from mlir import ir
 from mlir.dialects import arith, math
 from mlir.dialects import complex as cx
 
-from ..dialect.shapes import PrimitiveType
+from ...dialect.element_types import PrimitiveType
 
 P = PrimitiveType
 F = arith.CmpFPredicate

@@ -11,8 +11,8 @@ from mlir import ir
 from mlir.dialects import arith
 from mlir.dialects import complex as cx
 
-from ..dialect.shapes import PrimitiveType
-from .scalar import Elem, F, I, is_small_float
+from ...dialect.element_types import PrimitiveType
+from .arithmetic import Elem, F, I, is_small_float
 
 P = PrimitiveType
 

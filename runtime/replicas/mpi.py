@@ -14,7 +14,7 @@ onto an MPI collective of a communicator split per replica group:
 
 The reductions of all_reduce and reduce_scatter run in the compiled code, in group
 order, so every rank of a group gets bit-identical results for any computation.
-Waits are bounded as in-process ones (`runtime.replicas.COLLECTIVE_TIMEOUT`): a
+Waits are bounded as in-process ones (`runtime.replicas.communicators.COLLECTIVE_TIMEOUT`): a
 rank whose peers never arrive raises `CollectiveError` instead of hanging. Its
 MPI request is then abandoned, so the job should end: `xm.distributed.abort()`
 ends every rank at once (MPI_Abort).
@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from .dialect.errors import ArgumentError
-from .runtime.replicas import (
+from ...dialect.errors import ArgumentError
+from .communicators import (
     COLLECTIVE_TIMEOUT,
     CollectiveAborted,
     CollectiveError,
@@ -40,7 +40,6 @@ from .runtime.replicas import (
     located,
 )
 
-_PERMUTE_TAG = 7177
 _state: dict[str, Any] = {}
 _lock = threading.Lock()
 
@@ -124,7 +123,7 @@ def _unpack(raw: np.ndarray, like: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 class MpiCommunicator:
-    """The Communicator (runtime/replicas.py) of one replica per rank of `comm`.
+    """The Communicator (`communicators.Communicator`) of one replica per rank of `comm`.
 
     Every collective is one non-blocking `Ialltoallv` over the whole communicator, in which
     a rank sends only to the members of its replica group (zero bytes to the others): the
