@@ -224,8 +224,8 @@ def _check_element_types(lhs: Shape, rhs: Shape, preferred: PrimitiveType, prefe
         raise ShapeError(OP, shapes, f"lhs and rhs must have the same element type (got {lt} and {rt}); "
                          "convert one with convert_element_type or pass preferred_element_type")
     try:
-        ops_dot._check_preferred(shapes, lt, preferred)
-        ops_dot._check_preferred(shapes, rt, preferred)
+        ops_dot.check_preferred_type(shapes, lt, preferred)
+        ops_dot.check_preferred_type(shapes, rt, preferred)
     except ShapeError as e:  # the same rule, named for this op
         raise ShapeError(OP, shapes, e.rule) from None
 

@@ -15,6 +15,8 @@ from typing import Any
 from .shape import Shape
 
 DIALECT = "xhlo"
+#: The entry function of a module: what compile_mlir runs and export exports.
+ENTRY = "main"
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,10 @@ from mlir import ir
 from .attributes import attribute_values, operand_groups
 from .errors import CompileError, ShapeError, XlaError
 from .mlir_types import shape_from_mlir_type_text
-from .registry import DIALECT, lookup
+from .registry import DIALECT, ENTRY, lookup
 from .shape import Shape
 
 LAYOUT_ATTR = "xhlo.layout"
-ENTRY = "main"
 
 
 def _shape(t: ir.Type) -> Shape:

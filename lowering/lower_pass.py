@@ -11,13 +11,11 @@ from mlir import ir
 from mlir.dialects import func
 from mlir.rewrite import GreedyRewriteConfig, apply_patterns_and_fold_greedily
 
-from ..dialect.registry import DIALECT
+from ..dialect.registry import DIALECT, ENTRY
 from . import ops  # noqa: F401  (importing the package registers every op's lowering)
 from .patterns.boundary import DYNAMIC_STRIDES_ATTR, rewrite_entry
 from .patterns.computations import ComputationLibrary, set_current_library
 from .patterns.framework import pattern_set
-
-ENTRY = "main"
 
 
 def _entry(module_op: ir.Operation) -> Any:

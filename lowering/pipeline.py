@@ -18,11 +18,11 @@ from mlir.passmanager import PassManager
 
 from ..dialect.errors import CompileError
 from .lower_pass import lower_xhlo
-from .ops.control import loop_state_in_place
 from .passes.approximations import approximate_math
 from .passes.destinations import split_shared_inits
 from .passes.fusion import duplicate_cheap_producers
 from .passes.i1_memory import widen_i1_memrefs
+from .passes.loop_state import loop_state_in_place
 from .passes.schedules import schedule_contractions
 from .passes.vectorize import schedule_vectorize, super_vectorize
 

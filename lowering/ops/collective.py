@@ -28,23 +28,23 @@ from ...dialect.element_types import PrimitiveType
 from ...dialect.ops_collective import parse_replica_groups
 from ...dialect.shape import Shape
 from ..patterns.computations import current_library
-from ..patterns.framework import OpView, lowers, shape_of
-from .custom import _module_of, call_sites, runtime_call
-from .reduce import _linalg_reduce
+from ..patterns.framework import OpView, lowers, module_of, shape_of
+from .custom import call_sites, runtime_call
+from .reduce import linalg_reduce
 
 NUM_REPLICAS_ATTR = "xhlo.num_replicas"
 TARGET_PREFIX = "xlamlir.collective."
 
 
 def _num_replicas(v: OpView) -> int:
-    module = _module_of(v.op.operation)
+    module = module_of(v.op.operation)
     if NUM_REPLICAS_ATTR in module.attributes:
         return ir.IntegerAttr(module.attributes[NUM_REPLICAS_ATTR]).value
     return 1
 
 
 def _opaque(v: OpView, kind: str, **fields: Any) -> str:
-    site = len(call_sites(_module_of(v.op.operation)))  # the runtime call about to be declared
+    site = len(call_sites(module_of(v.op.operation)))  # the runtime call about to be declared
     channel = v.attrs.get("channel_id", 0)
     key = f"channel {channel}" if channel else f"site {site}"
     return json.dumps({"kind": kind, "key": key, **fields}, separators=(",", ":"))
@@ -82,8 +82,8 @@ def _reduce_stacked(v: OpView, stacked: list[ir.Value], count: int) -> list[ir.V
     symbol = v.attrs["computation"]
     if len(stacked) > 1 and len(current_library().signature(symbol)[0]) == 2:
         # A binary computation reduces each operand on its own (XLA's tuple all-reduce).
-        return [_linalg_reduce([r], [f], [0], symbol)[0] for r, f in zip(rests, firsts)]
-    return _linalg_reduce(rests, firsts, [0], symbol)
+        return [linalg_reduce([r], [f], [0], symbol)[0] for r, f in zip(rests, firsts)]
+    return linalg_reduce(rests, firsts, [0], symbol)
 
 
 @lowers("replica_id", "partition_id")

@@ -45,7 +45,7 @@ from ...dialect.element_types import PrimitiveType
 from ...dialect.ops_conv import CONV_FIELDS, ConvDimensionNumbers, dilated
 from ...dialect.shape import Shape
 from ..patterns.framework import OpView, lowers, signless_type
-from ..scalar import conversion as conv
+from ..scalar import conversion
 from ..scalar.arithmetic import Elem
 from .dot import accumulation_type, multiply_add
 from .elementwise import generic
@@ -90,7 +90,7 @@ def _convert(value: ir.Value, shape: Shape, dst: PrimitiveType) -> ir.Value:
         return value
     s, d = Elem(shape.element_type), Elem(dst)
     return generic([value], [shape], shape.with_element_type(dst), _tensor_type(shape.dimensions, dst),
-                   lambda x: conv.convert(s, d, x))
+                   lambda x: conversion.convert(s, d, x))
 
 
 def _expand(value: ir.Value, dims: Sequence[int], dim: int, parts: tuple[int, int]) -> ir.Value:

@@ -13,17 +13,14 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import bufferization, func, memref
 
+from ...dialect.attributes import operand_groups
+from ...dialect.mlir_types import to_mlir_type_text
 from ...dialect.shape import Shape
-from ..patterns.boundary import _leaves, _rebuild, memref_type
-from ..patterns.framework import OpView, cast, lowers, shape_of, signless_type, to_signless
+from ..patterns.boundary import memref_type
+from ..patterns.framework import OpView, cast, lowers, module_of, shape_of, signless_type, to_signless
+from ..patterns.tuples import rebuild_tuple, tuple_leaves
 
 CUSTOM_CALLS_ATTR = "xhlo.custom_calls"
-
-
-def _module_of(op: ir.Operation) -> ir.Operation:
-    while op.parent is not None:
-        op = op.parent
-    return op
 
 
 def call_sites(module: ir.Operation) -> list[ir.Attribute]:
@@ -63,7 +60,7 @@ def runtime_call(v: OpView, target: str, opaque: str, inputs: list[ir.Value],
         "inputs": ";".join(str(shape_of(value)) for value in inputs),
         "results": ";".join(str(leaf) for leaf in result_leaves),
     }
-    symbol = _declare(_module_of(v.op.operation), [b.type for b in buffers + outputs], record)
+    symbol = _declare(module_of(v.op.operation), [b.type for b in buffers + outputs], record)
     func.CallOp([], ir.FlatSymbolRefAttr.get(symbol), buffers + outputs)
     tensors = []
     for out, leaf in zip(outputs, result_leaves, strict=True):
@@ -75,25 +72,21 @@ def runtime_call(v: OpView, target: str, opaque: str, inputs: list[ir.Value],
 
 def array_leaves(values: list[ir.Value]) -> list[ir.Value]:
     """The array leaves of values (tuples flattened, tokens dropped)."""
-    return [leaf for value in values for leaf in _leaves(value)
+    return [leaf for value in values for leaf in tuple_leaves(value)
             if not str(leaf.type).startswith("!xhlo.token")]
 
 
 @lowers("custom_call")
 def lower_custom_call(v: OpView) -> ir.Value:
-    from ...dialect.attributes import operand_groups
-
     inputs = array_leaves(list(operand_groups(v.opdef, v.op.operation)["inputs"]))
     result = Shape.parse(v.attrs["result_shape"])
     result_leaves = result.flatten() if result.is_tuple() else [result]
     tensors = runtime_call(v, v.attrs["call_target_name"], v.attrs["backend_config"], inputs,
                            result_leaves)
     if result.is_tuple():
-        return _rebuild(tensors, v.op.results[0].type)
+        return rebuild_tuple(tensors, v.op.results[0].type)
     return tensors[0]
 
 
 def _tensor_text(shape: Shape) -> str:
-    from ...dialect.mlir_types import to_mlir_type_text
-
     return to_mlir_type_text(shape.with_default_layout())

@@ -29,7 +29,7 @@ from ...dialect.element_types import PrimitiveType
 from ...dialect.ops_dot import DOT_FIELDS, DotDimensionNumbers, free_dimensions
 from ...dialect.shape import Shape
 from ..patterns.framework import OpView, lowers, signless_type
-from ..scalar import conversion as conv
+from ..scalar import conversion
 from ..scalar.arithmetic import Elem
 from .elementwise import generic
 
@@ -57,7 +57,7 @@ def _convert(value: ir.Value, shape: Shape, src: PrimitiveType, dst: PrimitiveTy
         return value
     s, d = Elem(src), Elem(dst)
     return generic([value], [shape], shape.with_element_type(dst), _tensor_type(shape, dst),
-                   lambda x: conv.convert(s, d, x))
+                   lambda x: conversion.convert(s, d, x))
 
 
 def _zero_filled(shape: Shape, t: PrimitiveType) -> ir.Value:

@@ -12,8 +12,8 @@ from mlir import ir
 from mlir.dialects import tensor
 
 from ...dialect.shape import Shape
-from ..patterns.boundary import _rebuild
 from ..patterns.framework import OpView, lowers
+from ..patterns.tuples import rebuild_tuple
 from .custom import array_leaves, runtime_call
 
 INFEED, OUTFEED, SEND, RECV = "xlamlir.infeed", "xlamlir.outfeed", "xlamlir.send", "xlamlir.recv"
@@ -24,7 +24,7 @@ def _token() -> ir.Value:
 
 
 def _data(v: OpView, tensors: list[ir.Value], shape: Shape) -> ir.Value:
-    return _rebuild(tensors, v.op.results[0].type) if shape.is_tuple() else tensors[0]
+    return rebuild_tuple(tensors, v.op.results[0].type) if shape.is_tuple() else tensors[0]
 
 
 @lowers("create_token", "after_all")

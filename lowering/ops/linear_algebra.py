@@ -34,7 +34,7 @@ from mlir.dialects import math as mmath
 from ...dialect.element_types import PrimitiveType
 from ...dialect.shape import Shape
 from ..patterns.framework import OpView, lowers, signless_type
-from ..scalar import conversion as conv
+from ..scalar import conversion
 from ..scalar.arithmetic import Elem
 from .elementwise import generic
 
@@ -118,7 +118,7 @@ def converted(value: ir.Value, shape: Shape, dst: PrimitiveType) -> ir.Value:
         return value
     out = shape.with_element_type(dst)
     out_type = signless_type(tensor_type(shape.dimensions, Elem(dst).type))
-    return generic([value], [shape], out, out_type, lambda x: conv.convert(Elem(src), Elem(dst), x))
+    return generic([value], [shape], out, out_type, lambda x: conversion.convert(Elem(src), Elem(dst), x))
 
 
 class Field:

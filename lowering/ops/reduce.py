@@ -45,7 +45,7 @@ from ...dialect.ops_reduce import dilated
 from ..patterns.computations import apply_computation, current_library
 from ..patterns.framework import OpView, lowers
 from ..scalar.arithmetic import Elem
-from .elementwise import from_storage, to_storage
+from ..scalar.storage import from_storage, to_storage
 
 
 def _element_type(value_or_type: ir.Value | ir.Type) -> ir.Type:
@@ -140,7 +140,7 @@ def _identity(combiner: str, t: PrimitiveType) -> ir.Value | None:
     return to_storage(e.const(value), t)
 
 
-def _linalg_reduce(inputs: Sequence[ir.Value], outs: Sequence[ir.Value], dims: Sequence[int],
+def linalg_reduce(inputs: Sequence[ir.Value], outs: Sequence[ir.Value], dims: Sequence[int],
                    symbol: str, first_inits: Sequence[ir.Value] | None = None) -> list[ir.Value]:
     """One linalg.reduce of `inputs` into `outs`. With `first_inits` the outputs start
     uninitialised and the first reduction step combines with the init scalars instead."""
@@ -238,9 +238,9 @@ def lower_reduce(v: OpView) -> list[ir.Value]:
         # empty and the first reduction step takes the init values instead.
         scalars = [tensor.extract(init, []) for init in inits]
         outs = [_accumulator(s.dimensions, x.type) for s, x in zip(v.result_shapes, scalars)]
-        return _linalg_reduce(inputs, outs, reduced, symbol, first_inits=scalars)
+        return linalg_reduce(inputs, outs, reduced, symbol, first_inits=scalars)
     outs = [_filled(init, s.dimensions) for init, s in zip(inits, v.result_shapes)]
-    return _linalg_reduce(inputs, outs, reduced, symbol)
+    return linalg_reduce(inputs, outs, reduced, symbol)
 
 
 # -- windows ----------------------------------------------------------------------------------

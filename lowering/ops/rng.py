@@ -45,10 +45,11 @@ from mlir.dialects import math as mmath
 
 from ...dialect.element_types import PrimitiveType
 from ...dialect.shape import Shape
-from ..patterns.framework import OpView, lowers, signless_type
-from ..scalar import conversion as conv
+from ..patterns.framework import OpView, lowers, module_of, signless_type
+from ..scalar import conversion
 from ..scalar.arithmetic import Elem
-from .elementwise import from_storage, generic
+from ..scalar.storage import from_storage
+from .elementwise import generic
 from .linear_algebra import compute_type, tensor_type
 
 P = PrimitiveType
@@ -303,17 +304,10 @@ def lower_rng_bit_generator(v: OpView) -> list[ir.Value]:
 
 # -- the executable's state ----------------------------------------------------------------------
 
-def _module_of(op: ir.Operation) -> ir.Operation:
-    parent = op.operation
-    while parent.name != "builtin.module":
-        parent = parent.parent.operation
-    return parent
-
-
 def _state_global(op: ir.Operation) -> ir.Type:
     """The memref type of the state global, declared in `op`'s module on first use."""
     state_type = ir.MemRefType.get([2], _i(64))
-    module = _module_of(op)
+    module = module_of(op)
     body = module.regions[0].blocks[0]
     for existing in body.operations:
         if existing.operation.name == "memref.global" and \
@@ -387,7 +381,7 @@ def lower_rng(v: OpView) -> ir.Value:
     # The scalars a and b as given, and in the computation type (f16/bf16 are computed in
     # f32, as XLA does).
     given = [from_storage(tensor.extract(v.args[name], []), t) for name in ("a", "b")]
-    a, b = (conv.convert(Elem(t), e, x) for x in given)
+    a, b = (conversion.convert(Elem(t), e, x) for x in given)
     s = _State(v.args["state"], 2)
     key = (_const(32, RNG_KEY & 0xFFFFFFFF), _const(32, RNG_KEY >> 32))
     lo, hi = s.words  # the counter, low word first (XLA's RngExpander passes it as is)
@@ -427,9 +421,9 @@ def lower_rng(v: OpView) -> ir.Value:
     et = Elem(t)
     if not uniform:
         return generic([values], [wide], out, signless_type(tensor_type(dims, et.type)),
-                       lambda x: conv.convert(e, et, x))
+                       lambda x: conversion.convert(e, et, x))
     # Rounding to f16/bf16 can reach b: keep [a, b) by taking b's predecessor then.
     out_type = signless_type(tensor_type(dims, et.type))
     return generic([values], [wide], out, out_type,
-                   lambda x: _below(et, conv.convert(e, et, x), *given))
+                   lambda x: _below(et, conversion.convert(e, et, x), *given))
 

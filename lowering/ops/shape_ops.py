@@ -19,7 +19,7 @@ from mlir.dialects import arith, linalg, tensor
 from ...dialect.element_types import PrimitiveType
 from ...dialect.shape import Shape
 from ..patterns.framework import OpView, lowers
-from ..scalar import conversion as conv
+from ..scalar import conversion
 from ..scalar.arithmetic import Elem
 from .elementwise import generic
 
@@ -240,7 +240,7 @@ def lower_iota(v: OpView) -> ir.Value:
         if dst.t.is_integral:  # computed in the element type, wrapping like XLA's integer iota
             return arith.index_cast(dst.type, index)
         # Float and complex iota: ConvertElementType of an integer iota (seeds 001/004).
-        return conv.convert(i64, dst, arith.index_cast(i64.type, index))
+        return conversion.convert(i64, dst, arith.index_cast(i64.type, index))
 
     return generic([], [], out, v.result_type, body)
 

@@ -29,7 +29,7 @@ from mlir.dialects import arith, scf, tensor
 from ...dialect.element_types import PrimitiveType
 from ..patterns.computations import apply_computation
 from ..patterns.framework import OpView, lowers
-from .elementwise import from_storage
+from ..scalar.storage import from_storage
 from .indexing import element_type, index_const, loop_nest
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import bufferization, func
 
-from ...dialect.irdl import OPERAND_SEGMENTS, segment_runs
+from ...dialect.mlir_types import to_mlir_type_text
 from ...dialect.shape import Shape
 from ...dialect.verify import LAYOUT_ATTR
 from .framework import cast, shape_of, signless_type
+from .tuples import rebuild_tuple, tuple_leaves
 
 DYNAMIC_STRIDES_ATTR = "xhlo.dynamic_strides"
 
@@ -39,8 +40,6 @@ def memref_type(shape: Shape, minor_to_major: tuple[int, ...] | None = None,
 
 
 def _tensor_text(shape: Shape) -> str:
-    from ...dialect.mlir_types import to_mlir_type_text
-
     return to_mlir_type_text(shape)
 
 
@@ -52,32 +51,6 @@ def _layouts(attrs: ir.Attribute | None, count: int) -> list[tuple[int, ...] | N
         entry = ir.DictAttr(d)
         result.append(tuple(ir.DenseI64ArrayAttr(entry[LAYOUT_ATTR])) if LAYOUT_ATTR in entry else None)
     return result
-
-
-def _make_tuple(values: list[ir.Value], tuple_type: ir.Type) -> ir.Value:
-    segments = segment_runs([v.type for v in values])
-    return ir.Operation.create(
-        "xhlo.tuple", results=[tuple_type], operands=values,
-        attributes={OPERAND_SEGMENTS: ir.DenseI32ArrayAttr.get(segments)}).results[0]
-
-
-def _gte(value: ir.Value, index: int, result_type: ir.Type) -> ir.Value:
-    attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), index)
-    return ir.Operation.create("xhlo.get_tuple_element", results=[result_type], operands=[value],
-                               attributes={"index": attr}).results[0]
-
-
-def _leaves(value: ir.Value) -> list[ir.Value]:
-    """The array leaves of a (possibly tuple) value, looking through xhlo.tuple ops."""
-    if not isinstance(value.type, ir.TupleType) and not str(value.type).startswith("tuple<"):
-        return [value]
-    owner = value.owner
-    if not isinstance(owner, ir.Block) and owner.operation.name == "xhlo.tuple":
-        elements = list(owner.operation.operands)
-    else:
-        tuple_type = ir.TupleType(value.type)
-        elements = [_gte(value, i, tuple_type.get_type(i)) for i in range(tuple_type.num_types)]
-    return [leaf for e in elements for leaf in _leaves(e)]
 
 
 # Ops whose result may share its operand's buffer after bufferization (views).
@@ -145,14 +118,14 @@ def rewrite_entry(f: func.FuncOp, dynamic_strides: bool = False) -> list[Shape]:
                 tensor_type = signless_type(ir.Type.parse(_tensor_text(leaf)))
                 loaded = bufferization.to_tensor(tensor_type, memref, restrict=True)
                 tensors.append(cast(loaded, ir.Type.parse(_tensor_text(leaf))))
-            replacement = tensors[0] if not arg_shape.is_tuple() else _rebuild(tensors, arg.type)
+            replacement = tensors[0] if not arg_shape.is_tuple() else rebuild_tuple(tensors, arg.type)
             arg.replace_all_uses_with(replacement)
     ret = block.operations[len(block.operations) - 1]
     result_leaves: list[Shape] = []
     new_outputs: list[ir.Type] = []
     with ir.InsertionPoint(ret):
         # Tokens carry no data: they get no output buffer (the runtime returns None).
-        values = [leaf for v in ret.operands for leaf in _leaves(v)
+        values = [leaf for v in ret.operands for leaf in tuple_leaves(v)
                   if not str(leaf.type).startswith("!xhlo.token")]
         for value in values:
             leaf = shape_of(value)
@@ -173,20 +146,6 @@ def rewrite_entry(f: func.FuncOp, dynamic_strides: bool = False) -> list[Shape]:
             del f.attributes[name]
     f.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
     return result_leaves
-
-
-def _rebuild(leaves: list[ir.Value], tuple_type: ir.Type, cast_leaves: bool = False) -> ir.Value:
-    """The nested tuple of `tuple_type` built from its leaves, in order (cast to the
-    tuple's element types if `cast_leaves`)."""
-    it = iter(leaves)
-
-    def build(t: ir.Type) -> ir.Value:
-        if not str(t).startswith("tuple<"):
-            return cast(next(it), t) if cast_leaves else next(it)
-        tt = ir.TupleType(t)
-        return _make_tuple([build(tt.get_type(i)) for i in range(tt.num_types)], t)
-
-    return build(tuple_type)
 
 
 def result_leaf_shapes(result: Shape) -> list[Shape]:

@@ -5,9 +5,9 @@ lowering of an op that applies it per element (reduce, reduce_window, map,
 sort comparators, scatter updates...) needs it as *scalar* arith/math code
 inside a linalg region. `ComputationLibrary` keeps an untouched copy of the
 module (the greedy rewriter lowers the original's functions meanwhile) and
-emits a function's body as scalar ops with the same tables the elementwise
-lowering uses, so `add` becomes one `arith.addf` in a `linalg.reduce` body.
-Imports `dialect` and the lowering modules.
+emits a function's body as scalar ops with the elementwise lowering's own table
+(`scalar.elementwise.ELEMENTWISE`), so `add` becomes one `arith.addf` in a `linalg.reduce` body.
+Imports `dialect`, `lowering.scalar` and `patterns`.
 """
 
 from __future__ import annotations
@@ -22,13 +22,16 @@ from mlir.dialects import arith, scf
 from mlir.dialects import complex as cx
 
 from ...dialect.attributes import attribute_values, operand_groups
+from ...dialect.errors import CompileError
 from ...dialect.mlir_types import shape_from_mlir_type_text
 from ...dialect.registry import DIALECT, lookup
 from ...dialect.shape import Shape
-from ..ops.elementwise import from_storage, to_storage
-from ..scalar import arithmetic as scalar
-from ..scalar import conversion as conv
+from ..scalar import conversion
 from ..scalar.arithmetic import Elem
+from ..scalar.elementwise import ELEMENTWISE, ScalarOp
+from ..scalar.storage import from_storage, to_storage
+from .framework import cast
+from .tuples import rebuild_tuple, tuple_leaves
 
 
 class NotScalar(Exception):
@@ -66,10 +69,6 @@ class ComputationLibrary:
         """The function's xhlo ops copied to the insertion point (the greedy rewriter lowers
         them on its next sweep): `leaves` are the parameters' array leaves, in order, in
         any storage type; returns the result's leaves (in the function's own types)."""
-        from .boundary import _leaves as tuple_leaves
-        from .boundary import _rebuild
-        from .framework import cast
-
         f = self.functions[symbol]
         block = f.regions[0].blocks[0]
         it = iter(leaves)
@@ -77,7 +76,7 @@ class ComputationLibrary:
         for arg in block.arguments:
             shape = shape_from_mlir_type_text(str(arg.type))
             if shape.is_tuple():
-                env[arg] = _rebuild([next(it) for _ in shape.flatten()], arg.type, cast_leaves=True)
+                env[arg] = rebuild_tuple([next(it) for _ in shape.flatten()], arg.type, cast_leaves=True)
             else:
                 env[arg] = cast(next(it), arg.type)
         for op in block.operations:
@@ -161,24 +160,10 @@ class ComputationLibrary:
             return self._while_scalar(attrs["cond"], attrs["body"], env[groups["init"]])
         operand_types = [shape_from_mlir_type_text(str(v.type)).element_type for v in op.operands]
         values = [env[v] for v in op.operands]
-        e = Elem(operand_types[0])
-        if kind in scalar.UNARY:
-            return scalar.UNARY[kind](e, values[0])
-        if kind in scalar.BINARY:
-            return scalar.BINARY[kind](e, *values)
-        if kind == "complex":
-            return scalar.complex_create(Elem(_result_type(op)), *values)
-        if kind == "compare":
-            return scalar.compare(e, *values, attrs["comparison_direction"], attrs["compare_type"])
-        if kind == "select":
-            return arith.select(*values)
-        if kind == "clamp":
-            return scalar.clamp(Elem(operand_types[1]), *values)
-        if kind == "convert":
-            return conv.convert(e, Elem(_result_type(op)), values[0])
-        if kind == "reduce_precision":
-            return conv.reduce_precision(e, values[0], attrs["exponent_bits"], attrs["mantissa_bits"])
-        if kind == "bitcast_convert":
+        emit = ELEMENTWISE.get(kind)
+        if emit is not None:
+            return emit(ScalarOp(operand_types, _result_type(op), attrs), values)
+        if kind == "bitcast_convert":  # same width here: scalars are rank 0
             return arith.bitcast(Elem(_result_type(op)).type, values[0])
         raise NotScalar(f"{op.name} has no scalar form")
 
@@ -245,15 +230,13 @@ def _scalar_constant(attr: ir.Attribute, result: Shape) -> ir.Value:
     value = dense.get_splat_value() if dense.is_splat else dense[0]
     if shape.element_type.is_integral or shape.element_type.is_pred:
         raw = ir.IntegerAttr(value).value
-        return arith.constant(e.type, conv._wrap(raw, e.bits) if e.bits > 1 else raw & 1)
+        return arith.constant(e.type, conversion.as_signed(raw, e.bits) if e.bits > 1 else raw & 1)
     return arith.ConstantOp(e.type, value).result  # float attributes are already signless
 
 
 def apply_computation(op_name: str, symbol: str, args: list[ir.Value]) -> list[ir.Value]:
     """The sub-computation `symbol` on scalars (storage types in and out) as scalar code,
     or a CompileError naming the op when it has no scalar form."""
-    from ...dialect.errors import CompileError
-
     try:
         return current_library().emit_scalar(symbol, list(args))
     except NotScalar as e:

@@ -85,6 +85,15 @@ def shape_of(value_or_type: ir.Value | ir.Type) -> Shape:
     return shape_from_mlir_type_text(str(t))
 
 
+
+def module_of(op: ir.Operation) -> ir.Operation:
+    """The module an op is in (where lowerings declare globals and runtime functions)."""
+    op = op.operation
+    while op.parent is not None:
+        op = op.parent
+    return op
+
+
 class OpView:
     """What a lowering function sees of the op it lowers."""
 

@@ -90,11 +90,11 @@ def _float_to_int(src: Elem, dst: Elem, x: ir.Value) -> ir.Value:
     in_range = arith.select(arith.ori(arith.ori(too_low, too_high), is_nan), src.const(0.0), x)
     to_int = arith.fptosi if dst.t.is_signed_int else arith.fptoui
     value = to_int(dst.type, in_range)
-    value = arith.select(too_low, arith.constant(dst.type, _wrap(lo, dst.bits)), value)
-    return arith.select(too_high, arith.constant(dst.type, _wrap(hi, dst.bits)), value)
+    value = arith.select(too_low, arith.constant(dst.type, as_signed(lo, dst.bits)), value)
+    return arith.select(too_high, arith.constant(dst.type, as_signed(hi, dst.bits)), value)
 
 
-def _wrap(value: int, bits: int) -> int:
+def as_signed(value: int, bits: int) -> int:
     """An unsigned value as the signed integer of the same bits (arith constants are signless)."""
     value &= (1 << bits) - 1
     return value - (1 << bits) if value >= 1 << (bits - 1) else value
@@ -131,7 +131,7 @@ def _reduce_precision_bits(e: Elem, x: ir.Value, exponent_bits: int, mantissa_bi
     int_type = ir.IntegerType.get_signless(bits)
 
     def c(v: int) -> ir.Value:
-        return arith.constant(int_type, _wrap(v, bits))
+        return arith.constant(int_type, as_signed(v, bits))
 
     x_bits = arith.bitcast(int_type, x)
     result = x_bits
