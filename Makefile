@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[test,mpi]"
+	$(BIN)/python -m pip install -q -e ".[test,mpi,jax]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -38,6 +38,7 @@ from .lowering import Pipeline
 from .runtime import Executable, compile, compile_mlir
 from .runtime.custom_calls import CustomCallError, register_custom_call
 from .runtime.replicas import CollectiveError
+from .stablehlo_import import import_stablehlo, jit  # jax is imported only when they are called
 
 __all__ = [
     "XlaBuilder", "XlaComputation", "XlaOp", "ArgumentError", "CompileError", "ShapeError",
@@ -45,6 +46,6 @@ __all__ = [
     "TOKEN", "TUPLE", "U8", "U16", "U32", "U64", "Layout", "PrimitiveType", "Shape", "dtype_of",
     "type_of", "Pipeline", "Executable", "compile", "compile_mlir", "DotDimensionNumbers",
     "register_custom_call", "CustomCallError", "GatherDimensionNumbers", "ScatterDimensionNumbers",
-    "ConvDimensionNumbers", "CollectiveError", "distributed",
+    "ConvDimensionNumbers", "CollectiveError", "distributed", "import_stablehlo", "jit",
 ]
 __version__ = "0.1.0"

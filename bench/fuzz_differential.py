@@ -1,6 +1,7 @@
-"""Long run of the differential fuzzer (tests/differential_fuzzer.py against the numpy
-reference interpreter tests/reference_interpreter.py; tests/test_fuzz_differential.py
-is the CI-sized run).
+"""Long run of the differential fuzzer (tests/differential_fuzzer.py and
+tests/differential_fuzzer_ops.py, every op family, against the numpy reference
+interpreter `evaluate` in tests/reference.py; tests/test_fuzz_differential.py is the
+CI-sized run).
 
 Generates, compiles and runs random valid computations from consecutive seeds until
 --cases or --seconds runs out, and prints the counts: cases tried, cases that matched,

@@ -8,7 +8,6 @@ text after every stage. Imports `dialect` and the lowering modules.
 from __future__ import annotations
 
 import copy
-import shlex
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,11 +19,14 @@ from ..dialect.errors import CompileError
 from .lower_pass import lower_xhlo
 from .passes.approximations import approximate_math
 from .passes.destinations import split_shared_inits
+from .passes.exact_fma import exact_fma
 from .passes.fusion import duplicate_cheap_producers
 from .passes.i1_memory import widen_i1_memrefs
 from .passes.loop_state import loop_state_in_place
 from .passes.schedules import schedule_contractions
+from .passes.soft_float import expand_small_floats
 from .passes.vectorize import schedule_vectorize, super_vectorize
+from .reproducer import write_reproducer
 
 PassSpec = str | Callable[[Any, Any], None]
 
@@ -47,7 +49,7 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
     ]),
     ("tiled", [
         # Matmuls and convolutions: packed, tiled for cache and registers, vectorized and
-        # split across cores by transform scripts (lowering/schedules.py).
+        # split across cores by transform scripts (lowering/passes/schedules.py).
         schedule_contractions,
         "canonicalize",
     ]),
@@ -68,7 +70,7 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
     ]),
     ("vectorized", [
         # Elementwise and reduction generics: tiled, split across cores (scf.forall) and
-        # vectorized at the linalg level by transform scripts (lowering/vectorize.py).
+        # vectorized at the linalg level by transform scripts (lowering/passes/vectorize.py).
         schedule_vectorize,
         "func.func(convert-linalg-to-affine-loops)",
         # No affine-loop-fusion: it moved a fill's loop after the copy into the filled buffer
@@ -77,7 +79,14 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "canonicalize",
     ]),
     ("loops", [
+        # f16/bf16 math ops computed in f32 (before the polynomials, which then cover them).
+        "math-extend-to-supported-types",
         approximate_math,  # f32 exp/tanh as polynomials: LLVM would call libm lane by lane
+        # f16/bf16 arithmetic as f32 ops between extf/truncf, and those conversions in
+        # integer ops (lowering/passes/soft_float.py): no CPU-specific conversion or f16
+        # instruction decides a result (AVX512-BF16's flushes subnormals to zero).
+        "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}",
+        expand_small_floats,
         # scf.forall -> scf.parallel -> tasks on the async runtime's thread pool. The foralls
         # have one iteration per core's share: min-task-size=1 (the default, 1000 iterations
         # per task, would run a 2-iteration forall on one thread).
@@ -92,6 +101,8 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "convert-async-to-llvm",  # calls into libmlir_async_runtime (runtime/compiler.py)
         widen_i1_memrefs,  # LLVM 22 asserts on scalar i1 loads/stores (deallocation's buffers)
         "convert-complex-to-standard",  # complex division/abs with the overflow-safe algorithms
+        # vector.fma would become llvm.intr.fmuladd, fused only where the CPU has FMA.
+        exact_fma,
         "convert-math-to-llvm",  # math ops with LLVM intrinsics (vector forms kept)
         "convert-math-to-libm",  # the rest (erf, cbrt, atan2...) call libm, element by element
         "convert-vector-to-llvm",
@@ -181,12 +192,20 @@ class Pipeline:
         merge = not per_pass and after_each_pass is None
         stages: dict[str, str] = {}
         for name, passes in self._stages:
+            # Kept for a reproducer if a pass fails (the previous stage's text: no cost).
+            stage_input = next(reversed(stages.values())) if stages else (text() if passes else "")
             for group in _groups(passes, merge):
                 start = time.perf_counter()
-                if len(group) == 1:
-                    _run_one(module, name, group[0])
-                else:
-                    _run_merged(module, name, group)
+                try:
+                    if len(group) == 1:
+                        _run_one(module, name, group[0])
+                    else:
+                        _run_merged(module, name, group)
+                except CompileError as error:
+                    if not hasattr(error, "failed_pass"):
+                        raise  # not a pass failure (a pipeline that does not parse)
+                    raise _with_reproducer(error, module.context, name, passes, stage_input) \
+                        from error.__cause__
                 if timings is not None:
                     timings.append((name, ",".join(_describe(p) for p in group),
                                     time.perf_counter() - start))
@@ -205,6 +224,47 @@ def _groups(passes: list[PassSpec], merge: bool) -> list[list[PassSpec]]:
         else:
             groups.append([spec])
     return groups
+
+
+def _with_reproducer(error: CompileError, context: ir.Context, stage: str,
+                     passes: list[PassSpec], stage_input: str) -> CompileError:
+    """`error` with a reproducer written (lowering/reproducer.py) and named in its message.
+
+    The stage is replayed pass by pass from its input to find the module just before
+    the failing pass; a failure only the merged run shows is reproduced as that run."""
+    folder = None
+    try:
+        found = _failing_pass_input(context, stage, passes, stage_input)
+        if found is None:
+            note = "\n(no reproducer: the failure did not recur when the stage was replayed)"
+        else:
+            folder, note = write_reproducer(stage, found[0], found[1], error.diagnostics or str(error))
+            note = "\n" + note
+    except Exception as e:  # noqa: BLE001 - a reproducer must never hide the failure itself
+        note = f"\n(no reproducer written: {type(e).__name__}: {e})"
+    wrapped = CompileError(f"{error}{note}", error.stage, error.diagnostics)
+    wrapped.failed_pass = error.failed_pass  # type: ignore[attr-defined]
+    wrapped.reproducer = folder  # type: ignore[attr-defined]
+    return wrapped
+
+
+def _failing_pass_input(context: ir.Context, stage: str, passes: list[PassSpec],
+                        stage_input: str) -> tuple[PassSpec, str] | None:
+    """(failing pass, module text before it), replaying the stage from `stage_input`:
+    one pass at a time, then as merged runs (a failure only those show)."""
+    # Source locations only if the stage text has them: else the parser's own ("-":2:19)
+    # would point into a buffer the reader never sees.
+    located = "loc(" in stage_input
+    for merge in (False, True):
+        module = ir.Module.parse(stage_input, context=context)
+        for group in _groups(passes, merge):
+            before = module.operation.get_asm(enable_debug_info=located)
+            spec: PassSpec = group[0] if len(group) == 1 else ",".join(str(p) for p in group)
+            try:
+                _run_one(module, stage, spec)
+            except CompileError:
+                return spec, before
+    return None
 
 
 def _run_merged(module: ir.Module, stage: str, group: list[PassSpec]) -> None:
@@ -256,15 +316,16 @@ def _run_one(module: ir.Module | ir.Operation, stage: str, spec: PassSpec) -> No
         message = "\n".join(diagnostics) or str(e)
         if failure:  # a Python pass raised: its error is the reason
             message = f"{failure[0]!r}\n{message}"
-        repro = ""
-        if isinstance(spec, str):
-            repro = (f"\nreproduce with: mlir-opt --pass-pipeline={shlex.quote(f'builtin.module({spec})')}"
-                     " stage_input.mlir")
-        raise CompileError(f"stage {stage!r}, pass {pipeline_text!r} failed:\n{message}{repro}",
-                           stage, message) from cause
+        # Run() adds the reproducer (its folder and the command) to the message.
+        error = CompileError(f"stage {stage!r}, pass {pipeline_text!r} failed:\n{message}",
+                             stage, message)
+        error.failed_pass = spec  # type: ignore[attr-defined]
+        raise error from cause
     if failure:
-        raise CompileError(f"stage {stage!r}, Python pass {pipeline_text!r} failed: {failure[0]!r}",
-                           stage, str(failure[0])) from failure[0]
+        error = CompileError(f"stage {stage!r}, Python pass {pipeline_text!r} failed: {failure[0]!r}",
+                             stage, str(failure[0]))
+        error.failed_pass = spec  # type: ignore[attr-defined]
+        raise error from failure[0]
 
 
 def _guarded(fn: Callable[[Any, Any], None], failure: list[BaseException]) -> Callable[[Any, Any], None]:

@@ -1,8 +1,10 @@
 """compile / compile_mlir: parse, verify, run the pipeline, JIT with the ExecutionEngine.
 
-Compiled executables are cached by (module text, pipeline, replicas) in an LRU
-of `CACHE_SIZE` entries. Each compile uses a fresh MLIR context, released with
-the module once the engine holds the machine code. Imports `dialect`,
+Compiled executables are cached by (module text, pipeline, replicas, target CPU)
+in an LRU of `CACHE_SIZE` entries. `target_cpu` (runtime/targets.py) picks the
+CPU the JIT generates code for and the matmul/conv schedules' register tiles.
+Each compile uses a fresh MLIR context, released with the module once the
+engine holds the machine code. Imports `dialect`,
 `lowering` and `runtime`.
 """
 
@@ -18,11 +20,12 @@ from typing import Any
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
-from ..dialect.errors import CompileError, ShapeError
+from ..dialect.errors import ArgumentError, CompileError, ShapeError
 from ..dialect.irdl import new_context
 from ..dialect.verify import program_shape_of, verify_module
 from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
-from ..lowering.patterns.boundary import DYNAMIC_STRIDES_ATTR, result_leaf_shapes
+from ..lowering.passes import schedules
+from ..lowering.patterns.boundary import DYNAMIC_STRIDES_ATTR, entry_result_shape, result_leaf_shapes
 from ..lowering.pipeline import Pipeline
 from .custom_calls import bind_custom_calls
 from .executable import Executable
@@ -30,6 +33,7 @@ from .inspection import compile_stats, dump_compilation
 from .io import Infeed, Outfeed
 from .io import builtins as io_builtins
 from .replicas import check_collectives, collective_builtins
+from .targets import HOST, has_avx512, resolve, retarget
 
 CACHE_SIZE = 128
 # LLVM's optimization (and code generation) level for the JIT, which takes most of the
@@ -69,26 +73,35 @@ def load_async_runtime() -> None:
                                               mode=ctypes.RTLD_GLOBAL))
 
 
-def compile(computation: Any, pipeline: Pipeline | None = None, num_replicas: int = 1) -> Executable:  # noqa: A001
-    """Compile an XlaComputation to an Executable."""
+def compile(computation: Any, pipeline: Pipeline | None = None, num_replicas: int = 1,  # noqa: A001
+            *, target_cpu: str | None = None) -> Executable:
+    """Compile an XlaComputation to an Executable.
+
+    `target_cpu`: the CPU the JIT generates code for: "host" (this machine), an x86-64
+    level ("x86-64-v2", "x86-64-v3", "x86-64-v4") or an LLVM CPU name; None means
+    $XLAMLIR_TARGET_CPU, else "host". This machine must be able to run it (else
+    xm.ArgumentError). Results are bit-identical for every target.
+    """
     if not hasattr(computation, "as_mlir_text"):
         raise ShapeError("compile", [], f"expected an XlaComputation, got {type(computation).__name__}")
     return compile_mlir(computation.as_mlir_text(), pipeline, num_replicas, name=computation.name,
-                        located_text=computation.as_mlir_text(locations=True))
+                        located_text=computation.as_mlir_text(locations=True), target_cpu=target_cpu)
 
 
 def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int = 1,
                  name: str = "main", *, dynamic_strides: bool = False,
-                 located_text: str | None = None) -> Executable:
+                 located_text: str | None = None, target_cpu: str | None = None) -> Executable:
     """Compile a module in the xhlo dialect given as MLIR text; `main` is the entry point.
 
     `dynamic_strides` compiles the variant whose inputs take any strides; executables
     compile it themselves on the first strided numpy view they are called with.
+    `target_cpu` as for `compile`.
     """
     pipeline = pipeline or Pipeline.default()
     if not isinstance(num_replicas, int) or isinstance(num_replicas, bool) or num_replicas < 1:
         raise CompileError(f"num_replicas must be an int >= 1, got {num_replicas!r}")
-    key = (text, pipeline.fingerprint(), num_replicas, dynamic_strides, name)
+    cpu = resolve(target_cpu)
+    key = (text, pipeline.fingerprint(), num_replicas, dynamic_strides, name, cpu)
     with _cache_lock:
         cached = _cache.get(key)
         if cached is not None:
@@ -97,7 +110,7 @@ def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int 
             return cached
     # The cache key ignores locations: the same computation built elsewhere is a hit.
     executable = _compile_uncached(located_text or text, pipeline, num_replicas, name,
-                                   dynamic_strides)
+                                   dynamic_strides, cpu)
     dump_to = os.environ.get("XLAMLIR_DUMP_TO")
     if dump_to and not dynamic_strides:
         dump_compilation(executable, dump_to)
@@ -110,18 +123,47 @@ def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int 
     return executable
 
 
+def pipeline_for_target(pipeline: Pipeline, cpu: str) -> Pipeline:
+    """`pipeline` with the default matmul/conv schedule's register tiles chosen for `cpu`
+    (`schedules.Params.for_target`) instead of this machine's."""
+    if cpu == HOST:
+        return pipeline
+    try:
+        params = schedules.Params.for_target(cpu)
+    except ArgumentError:  # an LLVM CPU name the schedules do not list: by its vector width
+        params = schedules.Params.for_target("x86-64-v4" if has_avx512(cpu) else "x86-64-v3")
+    scheduler = schedules.scheduler(params)
+    return Pipeline([(stage, [scheduler if p is schedules.schedule_contractions else p
+                              for p in pipeline.passes(stage)]) for stage in pipeline.stage_names])
+
+
+def lower_mlir(text: str, pipeline: Pipeline, cpu: str) -> dict[str, str]:
+    """The stages of `text` through `pipeline` for `cpu`, without the JIT (for export,
+    which may target a CPU this machine cannot run)."""
+    with new_context(), ir.Location.unknown():
+        module = _parse(text, 1, False)
+        return pipeline_for_target(pipeline, cpu).run(module)
+
+
+def _parse(text: str, num_replicas: int, dynamic_strides: bool) -> ir.Module:
+    try:
+        module = ir.Module.parse(text)
+    except Exception as e:  # noqa: BLE001 - MLIRError from the parser
+        raise CompileError(f"cannot parse the module: {e}", "hlo", str(e)) from None
+    verify_module(module)
+    check_collectives(module, num_replicas)
+    return module
+
+
 def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: str,
-                      dynamic_strides: bool) -> Executable:
+                      dynamic_strides: bool, cpu: str) -> Executable:
     started = time.perf_counter()
     context = new_context()
     with context, ir.Location.unknown():
-        try:
-            module = ir.Module.parse(text)
-        except Exception as e:  # noqa: BLE001 - MLIRError from the parser
-            raise CompileError(f"cannot parse the module: {e}", "hlo", str(e)) from None
-        verify_module(module)
-        check_collectives(module, num_replicas)
+        module = _parse(text, num_replicas, dynamic_strides)
         parameter_shapes, result_shape = program_shape_of(module)
+        # A returned parameter keeps its layout, also as a tuple leaf (the type has no room).
+        result_shape = entry_result_shape(module, result_shape)
         if dynamic_strides:
             module.operation.attributes[DYNAMIC_STRIDES_ATTR] = ir.UnitAttr.get()
         parsed = time.perf_counter()
@@ -129,9 +171,11 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         per_pass: list[tuple[str, str, str]] | None = (
             [] if os.environ.get("XLAMLIR_DUMP_PASSES") else None)
         # XLAMLIR_PASS_TIMING=1: one PassManager run per pass, each timed in compile_stats.
-        stages = pipeline.run(module, timings, per_pass,
-                              locations=bool(os.environ.get("XLAMLIR_STAGE_LOCATIONS")),
-                              per_pass=bool(os.environ.get("XLAMLIR_PASS_TIMING")))
+        stages = pipeline_for_target(pipeline, cpu).run(
+            module, timings, per_pass, locations=bool(os.environ.get("XLAMLIR_STAGE_LOCATIONS")),
+            per_pass=bool(os.environ.get("XLAMLIR_PASS_TIMING")))
+        # After the stages were kept: their text stays target-free (export retargets it).
+        retarget(module, cpu)
         lowered = time.perf_counter()
         result_leaves = result_leaf_shapes(result_shape)
         diagnostics: list[str] = []
@@ -144,8 +188,10 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         handler = context.attach_diagnostic_handler(collect)
         try:
             load_async_runtime()
+            # XLAMLIR_KEEP_OBJECT=1 keeps the machine code for `exe.write_object(path)`
+            # (to disassemble: which instructions a target_cpu really gets).
             engine = ExecutionEngine(module, opt_level=JIT_OPT_LEVEL, shared_libs=runtime_libraries(),
-                                     enable_object_dump=False)
+                                     enable_object_dump=bool(os.environ.get("XLAMLIR_KEEP_OBJECT")))
         except Exception as e:  # noqa: BLE001 - the binding raises RuntimeError
             detail = "\n".join(diagnostics) or str(e)
             raise CompileError(f"JIT compilation failed (the 'llvm' stage must leave only the LLVM "
@@ -173,9 +219,10 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
                             result_shape=result_shape, result_leaves=result_leaves, stages=stages,
                             num_replicas=num_replicas, dynamic_strides=dynamic_strides,
                             strided_variant=None if dynamic_strides else _variant_factory(
-                                text, pipeline, num_replicas, name),
+                                text, pipeline, num_replicas, name, cpu),
                             compile_stats=stats, pass_stages=per_pass)
     executable.pipeline = pipeline  # export recompiles with it (runtime/export.py)
+    executable.target_cpu = cpu
     return executable
 
 
@@ -187,9 +234,9 @@ def _custom_call_records(module: ir.Module) -> list[dict[str, str]]:
             for entry in ir.ArrayAttr(attrs[CUSTOM_CALLS_ATTR])]
 
 
-def _variant_factory(text: str, pipeline: Pipeline, num_replicas: int, name: str) -> Any:
+def _variant_factory(text: str, pipeline: Pipeline, num_replicas: int, name: str, cpu: str) -> Any:
     def make() -> Executable:
-        return compile_mlir(text, pipeline, num_replicas, name, dynamic_strides=True)
+        return compile_mlir(text, pipeline, num_replicas, name, dynamic_strides=True, target_cpu=cpu)
 
     return make
 

@@ -94,7 +94,7 @@ class Executable:
     def program_shape(self) -> tuple[list[Shape], Shape]:
         return list(self.parameter_shapes), self.result_shape
 
-    # N replicas on N threads (runtime/replicas.py).
+    # N replicas on N threads (runtime/replicas/).
     execute_replicated = execute_replicated
     # Ahead-of-time export: `exe.export("out/libname.so")` (runtime/export.py).
     export = export_executable
@@ -102,6 +102,32 @@ class Executable:
     dump = dump_stages
     stage_diff = stage_diff
     _repr_html_ = executable_html
+
+    def bisect(self, *args: Any, reference: Any = None, rtol: float = 1e-5,
+               atol: float = 1e-6) -> Any:
+        """Run the program after every pass (finished by the default pipeline); print and
+        return a `runtime.bisect.BisectReport` naming the first pass whose result differs
+        from `reference` (default: the `linalg` stage's result) beyond the tolerances."""
+        from .bisect import bisect_executable
+
+        report = bisect_executable(self, args, reference=reference, rtol=rtol, atol=atol)
+        print(report)
+        return report
+
+    #: The CPU the code was generated for ("host" or an LLVM CPU name; runtime/targets.py).
+    target_cpu: str = "host"
+
+    def write_object(self, path: str) -> None:
+        """Write the JIT's machine code (an ELF object) to `path`, for a disassembler; needs
+        the compile to have run with XLAMLIR_KEEP_OBJECT=1 (else CompileError)."""
+        import os
+
+        from ..dialect.errors import CompileError
+
+        self._engine.dump_to_object_file(str(path))
+        if not os.path.exists(path) or os.path.getsize(path) == 0:
+            raise CompileError("write_object: no machine code kept; compile with the environment "
+                               "variable XLAMLIR_KEEP_OBJECT=1", "jit")
 
     def __repr__(self) -> str:
         params = ", ".join(map(str, self.parameter_shapes))

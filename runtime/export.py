@@ -9,7 +9,12 @@ the system C compiler:
 
     last pipeline stage (LLVM dialect) --mlir-translate--> LLVM IR
         --opt -O3--> optimized IR --llc -O3, PIC--> object
-        + generated C wrapper --cc -shared--> lib.so (libc and libm only)
+        + generated C wrapper --cc -shared--> lib.so (libc, and libm if called)
+
+The code is generated for `target_cpu`, by default a portable x86-64 level
+(`targets.PORTABLE`, x86-64-v3: AVX2 and FMA), not the exporting machine; the
+header names it. When it differs from the CPU the executable was JIT-compiled
+for, the program is lowered again with that CPU's matmul/conv tiles.
 
 `opt -O3` stands in for the LLVM optimization pipeline the ExecutionEngine
 runs before code generation (llc alone would not run it), so the library runs
@@ -17,7 +22,8 @@ the same code as the JIT. Nothing of MLIR is linked in: the one runner-utils
 function the lowering can call (`memrefCopy`, for copies between
 non-contiguous memrefs) is provided by the wrapper, since the wheel's
 `libmlir_c_runner_utils.so` itself depends on libMLIR; so are the bf16
-conversions LLVM calls on CPUs without them. Only ELF targets (Linux) are
+conversions LLVM would call (the pipeline
+expands them in integer code: lowering/passes/soft_float.py). Only ELF targets (Linux) are
 handled: the link uses a GNU version script. Imports `dialect` and `lowering`.
 """
 
@@ -41,9 +47,9 @@ from ..dialect.shape import Shape
 from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
 from ..lowering.ops.rng import RNG_STATE_GLOBAL
 from ..lowering.patterns.boundary import result_leaf_shapes
+from .targets import HOST, PORTABLE, host_cpu, resolve
 
-#: Default `cpu`: the machine exporting, as the JIT does. Pass a baseline such
-#: as "x86-64" (or "x86-64-v3", ...) for a library meant for other machines.
+#: The exporting machine's CPU ("host" is the same); `target_cpu` defaults to PORTABLE.
 HOST_CPU = "native"
 
 _TOOL_TIMEOUT = 600  # seconds; a big module can take a while in opt/llc
@@ -112,21 +118,21 @@ def _without_async(spec: Any) -> Any:
     return text or None
 
 
-def _sequential_llvm_text(exe: Any) -> str:
-    """The library links libc and libm only, not MLIR's async runtime, which the JIT uses to
-    run parallel loops on a thread pool: compile the program again with its parallel loops
-    sequential (the same pipeline without the async passes)."""
+def _lowered_again(exe: Any, cpu: str) -> str:
+    """The library links libc (and libm) only, not MLIR's async runtime, which the JIT uses
+    to run parallel loops on a thread pool; and its code is for `cpu`, whose matmul/conv
+    tiles may differ from the JIT's: lower the program again for `cpu` with its parallel
+    loops sequential (the same pipeline without the async passes), without the JIT."""
     from ..lowering.pipeline import Pipeline
-    from .compiler import compile_mlir
+    from .compiler import lower_mlir
 
     if "hlo" not in exe.stages:
-        raise CompileError("export: the program runs loops on the async runtime and has no 'hlo' "
-                           "stage to compile again without it", "export")
+        raise CompileError("export: the program must be lowered again (for another CPU, or without "
+                           "the async runtime) and has no 'hlo' stage to start from", "export")
     pipeline = getattr(exe, "pipeline", None) or Pipeline.default()
     sequential = Pipeline([(stage, [s for s in map(_without_async, pipeline.passes(stage)) if s])
                            for stage in pipeline.stage_names])
-    again = compile_mlir(exe.stages["hlo"], sequential, name=exe.name)
-    text = list(again.stages.values())[-1]
+    text = list(lower_mlir(exe.stages["hlo"], sequential, cpu).values())[-1]
     if _ASYNC_RUNTIME in text:
         raise CompileError("export: the program still calls the async runtime after its async "
                            "passes were removed from the pipeline", "export")
@@ -138,14 +144,21 @@ def header_path(path: str | os.PathLike[str]) -> Path:
     return Path(path).with_suffix(".h")
 
 
-def export_executable(exe: Any, path: str | os.PathLike[str], *, cpu: str = HOST_CPU,
-                      symbol: str | None = None) -> None:
+def export_executable(exe: Any, path: str | os.PathLike[str], *, target_cpu: str | None = None,
+                      symbol: str | None = None, cpu: str | None = None) -> None:
     """Write `exe` as a shared library at `path` and its C header beside it (same stem, `.h`).
 
-    `cpu` is the `-mcpu` given to opt/llc (default: this machine's, like the JIT);
-    `symbol` overrides the exported function's name (default: the computation's name
-    made a C identifier). Raises CompileError if a tool is missing or fails.
+    `target_cpu` is the CPU the code is generated for (`-mcpu` of opt/llc): by default
+    `PORTABLE` (x86-64-v3), "host"/"native" for this machine, or any LLVM CPU name (it
+    need not run here); `cpu` is its older name. `symbol` overrides the exported
+    function's name (default: the computation's name made a C identifier). Raises
+    ArgumentError for an unknown CPU, CompileError if a tool is missing or fails.
     """
+    if target_cpu is not None and cpu is not None and (
+            resolve(target_cpu, runs_here=False) != resolve(cpu, runs_here=False)):
+        raise CompileError(f"export: target_cpu={target_cpu!r} and cpu={cpu!r} disagree (cpu is the "
+                           f"older name of target_cpu: pass one)", "export")
+    target = resolve(target_cpu or cpu or PORTABLE, runs_here=False)
     name = c_identifier(symbol if symbol is not None else exe.name)
     if symbol is not None and name != symbol:
         raise CompileError(f"export: symbol {symbol!r} is not a usable C identifier "
@@ -163,19 +176,20 @@ def export_executable(exe: Any, path: str | os.PathLike[str], *, cpu: str = HOST
         raise CompileError("export: the executable has no pipeline stages", "export")
     # The last stage is what the JIT compiled (a custom pipeline may rename or add stages).
     llvm_text = stages[-1]
-    if _ASYNC_RUNTIME in llvm_text:
-        llvm_text = _sequential_llvm_text(exe)
+    if _ASYNC_RUNTIME in llvm_text or target != getattr(exe, "target_cpu", HOST):
+        llvm_text = _lowered_again(exe, target)
     triple = _target_triple()
-    cpu_note = f"{cpu} = {_host_cpu()}" if cpu == HOST_CPU else cpu
+    mcpu = HOST_CPU if target == HOST else target
+    cpu_note = f"host = {host_cpu()}" if target == HOST else target
     library.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="xlamlir-export-") as tmp:
         work = Path(tmp)
         (work / "module.mlir").write_text(llvm_text)
         _run([_tool("mlir", "mlir-translate"), "--mlir-to-llvmir", "module.mlir", "-o", "module.ll"],
              work, "mlir-translate")
-        target = [f"-mtriple={triple}", f"-mcpu={cpu}"]
-        _run([_tool("llvm", "opt"), "-O3", *target, "module.ll", "-o", "module.bc"], work, "opt")
-        _run([_tool("llvm", "llc"), "-O3", *target, "-relocation-model=pic", "-filetype=obj",
+        target_flags = [f"-mtriple={triple}", f"-mcpu={mcpu}"]
+        _run([_tool("llvm", "opt"), "-O3", *target_flags, "module.ll", "-o", "module.bc"], work, "opt")
+        _run([_tool("llvm", "llc"), "-O3", *target_flags, "-relocation-model=pic", "-filetype=obj",
               "module.bc", "-o", "module.o"], work, "llc")
         undefined, defined = _symbols(work / "module.o", work)
         if "_mlir_ciface_main" not in defined:
@@ -195,7 +209,7 @@ def export_executable(exe: Any, path: str | os.PathLike[str], *, cpu: str = HOST
         if undefined & _BF16_HELPERS:
             # Written in LLVM IR: bf16 travels in an SSE register, which C cannot portably say.
             (work / "bf16.ll").write_text(_BF16_IR)
-            _run([_tool("llvm", "llc"), "-O3", *target, "-relocation-model=pic", "-filetype=obj",
+            _run([_tool("llvm", "llc"), "-O3", *target_flags, "-relocation-model=pic", "-filetype=obj",
                   "bf16.ll", "-o", "bf16.o"], work, "llc")
             objects.append("bf16.o")
         # Only the entry point (and its seed function) stays global: the object's `main`,
@@ -206,7 +220,8 @@ def export_executable(exe: Any, path: str | os.PathLike[str], *, cpu: str = HOST
         _run([*_cc(), "-shared", "-fPIC", "-O2", "-fvisibility=hidden",
               "-o", str(built), "wrapper.c", *objects, "-Wl,--version-script=exports.map",
               "-Wl,--no-undefined", "-Wl,-z,noexecstack", "-Wl,--strip-all", "-lm"], work, "cc")
-        text = _header_source(name, library, args, results, cpu_note, triple, exe.name, seeded)
+        text = _header_source(name, library, args, results, cpu_note, triple, exe.name, seeded,
+                              _needed(built, work))
         # Replace the outputs only once everything built, so a failed export leaves old ones intact.
         _install({library: (built.read_bytes(), 0o755), header: (text.encode(), 0o644)})
 
@@ -285,13 +300,6 @@ def _target_triple() -> str:
     if not triple:
         raise CompileError("export: `cc -dumpmachine` printed no target triple", "export")
     return triple
-
-
-def _host_cpu() -> str:
-    """The CPU `-mcpu=native` means, as llc reports it (for the header's comment)."""
-    out = _run([_tool("llvm", "llc"), "--version"], Path.cwd(), "llc --version")
-    found = re.search(r"Host CPU:\s*(\S+)", out)
-    return found.group(1) if found else "unknown"
 
 
 def _run(command: Sequence[str], cwd: Path, what: str) -> str:
@@ -385,9 +393,10 @@ void memrefCopy(int64_t elem_size, unranked_memref *src_arg, unranked_memref *ds
 
 
 # f32/f64 -> bf16, which LLVM's code generator calls on CPUs without bf16 conversion
-# instructions. compiler-rt has them, but libgcc only from GCC 13 on. Round to nearest even;
-# a NaN becomes the quiet NaN of its sign (as the JIT gives); f64 goes through f32 first,
-# which is how the JIT and ml_dtypes round too.
+# instructions (a fallback: the pipeline expands conversions in integer code, so none is
+# left normally). compiler-rt has them, but libgcc only from GCC 13 on. The rules of
+# lowering/passes/soft_float.py: round to nearest even, subnormals kept, a NaN keeps its sign and
+# leading payload and becomes quiet; f64 goes through f32 first (as XLA and ml_dtypes).
 _BF16_HELPERS = frozenset({"__truncsfbf2", "__truncdfbf2"})
 _BF16_IR = """
 define hidden bfloat @__truncsfbf2(float %f) {
@@ -399,8 +408,7 @@ define hidden bfloat @__truncsfbf2(float %f) {
   %bias = add i32 %lsb, 32767
   %sum = add i32 %u, %bias
   %rounded = lshr i32 %sum, 16
-  %sign = and i32 %high, 32768
-  %qnan = or i32 %sign, 32704
+  %qnan = or i32 %high, 64
   %bits = select i1 %isnan, i32 %qnan, i32 %rounded
   %short = trunc i32 %bits to i16
   %result = bitcast i16 %short to bfloat
@@ -478,8 +486,14 @@ def _guard(text: str) -> str:
     return re.sub(r"\W", "_", text, flags=re.ASCII).upper()
 
 
+def _needed(library: Path, cwd: Path) -> list[str]:
+    """The shared libraries `library` links against (its ELF NEEDED entries)."""
+    out = _run([_tool("llvm", "llvm-readelf"), "--dynamic-table", str(library)], cwd, "llvm-readelf")
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
 def _header_source(name: str, library: Path, args: list[_Leaf], results: list[_Leaf], cpu: str,
-                   triple: str, computation: str, seeded: bool) -> str:
+                   triple: str, computation: str, seeded: bool, needed: list[str]) -> str:
     guard = f"XLAMLIR_{_guard(library.stem)}_{_guard(name)}_H_"
     if seeded:
         state = [
@@ -512,7 +526,10 @@ def _header_source(name: str, library: Path, args: list[_Leaf], results: list[_L
         " * Returns 0 on success, 1 if args, results or a pointer in them is NULL (an empty",
         *state,
         " *",
-        " * The library needs only libc and libm.",
+        f" * Machine code for the CPU {cpu}: it runs on CPUs with at least that one's instruction",
+        " * sets, with results bit-identical to the Python executable's on any CPU.",
+        (f" * The library links against {', '.join(needed)} only." if needed else
+         " * The library links against no shared library at all, not even libc."),
         " */",
         f"#ifndef {guard}",
         f"#define {guard}",
@@ -532,6 +549,7 @@ def _header_source(name: str, library: Path, args: list[_Leaf], results: list[_L
         f"#define {name}_NUM_ARGS {len(args)}",
         f"#define {name}_NUM_RESULTS {len(results)}",
         f"#define {name}_HAS_RNG_STATE {int(seeded)}",
+        f"#define {name}_TARGET_CPU \"{cpu}\"",
     ]
     for leaf in args + results:
         lines += ["", *_leaf_macros(name, leaf)]

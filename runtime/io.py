@@ -64,7 +64,11 @@ class Infeed:
         """Queue an array (or a tuple of arrays) for the next infeed."""
         self._queue.put(tuple(_leaves(value)) if isinstance(value, (tuple, list)) else value)
 
-    def take(self, timeout: float = IO_TIMEOUT) -> Any:
+    def take(self, timeout: float | None = None) -> Any:
+        """The next queued value; waits up to `timeout` seconds (None: `IO_TIMEOUT`, read now,
+        so that setting `xlamlir.runtime.io.IO_TIMEOUT` takes effect on the next call)."""
+        if timeout is None:
+            timeout = IO_TIMEOUT
         try:
             return self._queue.get(timeout=timeout)
         except queue.Empty:

@@ -1,4 +1,4 @@
-"""Random valid computations for differential testing against tests/reference_interpreter.py.
+"""Random valid computations for differential testing against tests/reference.py.
 
 `make_case(src)` builds one computation (elementwise chains, implicit and explicit
 broadcasts, reductions, slices and `x[...]`, reverse, pad, concatenate, reshape,
@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 from builder_fuzzer import Source
-from reference_interpreter import evaluate
+from differential_fuzzer_ops import StructuredOps
+from reference import evaluate
 
 import xlamlir as xm
 
@@ -62,7 +63,7 @@ class Case:
     trace: list[str] = field(default_factory=list)
 
 
-class Generator:
+class Generator(StructuredOps):
     def __init__(self, src: Source, max_ops: int = 10) -> None:
         self.src = src
         self.max_ops = max_ops
@@ -71,6 +72,7 @@ class Generator:
         self.pool: list[Value] = []
         self.args: list[np.ndarray] = []
         self.trace: list[str] = []
+        self.wanted: list[Value] = []  # values returned beside the last one (multiple results)
 
     # ---- inputs -------------------------------------------------------------------------------
 
@@ -98,6 +100,14 @@ class Generator:
 
     def new_input(self, dtype: np.dtype, dims: Sequence[int]) -> Value:
         values, bound, exact = self.data(dtype, dims)
+        if self.src.chance(0.15) and values.ndim:
+            # A broadcast scalar constant: several of them with equal values may be merged.
+            scalar = values.reshape(-1)[:1].reshape(()) if values.size else self.data(dtype, ())[0]
+            op = self.b.broadcast(self.b.constant(scalar), list(dims))
+            self.trace.append(f"broadcast constant {scalar} {op.shape}")
+            v = Value(op, bound, exact)
+            self.pool.append(v)
+            return v
         if self.src.chance(0.6):
             op = self.b.parameter(len(self.args), xm.Shape.array(dtype, values.shape))
             self.args.append(values)
@@ -457,7 +467,13 @@ class Generator:
     GENERATORS = ("unary", "unary", "binary", "binary", "binary", "broadcast_binary", "compare",
                   "select", "clamp", "convert", "broadcast_in_dim", "reshape", "transpose",
                   "slice", "rev", "concat", "pad", "iota", "dot", "dot", "reduce", "reduce",
-                  "dynamic_slice")
+                  "dynamic_slice",
+                  # structured families (differential_fuzzer_ops.py)
+                  "gather", "gather", "scatter", "scatter", "sort", "sort", "while", "conditional",
+                  "call", "map", "argmax", "reduce_window", "reduce_window", "select_and_scatter",
+                  "conv", "conv", "fft", "cholesky", "triangular_solve", "batch_norm", "bits", "top_k",
+                  "rng_bit_generator",
+                  "twin", "twin", "twin")
 
     def make(self) -> Case:
         for _ in range(self.src.integer(1, 2)):
@@ -465,9 +481,14 @@ class Generator:
             self.new_input(dtype, self.dims())
         for _ in range(self.src.integer(1, self.max_ops)):
             getattr(self, "g_" + self.src.choice(self.GENERATORS))()
-        roots = [self.pool[-1]]
+        roots = [self.pool[-1]] + [v for v in self.wanted if v is not self.pool[-1]]
         if self.src.chance(0.25) and len(self.pool) > 1:
             roots.append(self.src.choice(self.pool[:-1]))
+        params = [v for v in self.pool if v.op.parameter_number is not None]
+        if params and self.src.chance(0.2):  # a parameter returned beside ops of it
+            roots.append(self.src.choice(params))
+        if self.src.chance(0.1):  # one value returned twice
+            roots.append(roots[0])
         computation = self.b.build(roots[0].op if len(roots) == 1 else [r.op for r in roots])
         return Case(computation, self.args, roots, self.trace)
 

@@ -1,4 +1,12 @@
-"""NumPy reference implementations of XLA's elementwise operation semantics.
+"""The numpy reference oracle: XLA's op semantics, elementwise and whole-program.
+
+Two layers in one module, so that every rule is written once. First the
+elementwise ops, below; then `evaluate(computation, args)`, an interpreter of
+built computations (the differential fuzzer's oracle) that uses them for every
+elementwise op and adds the others (scatter, gather, sort, while, conditional,
+convolution, reduce_window, select_and_scatter, fft, cholesky, ...).
+
+The elementwise ops:
 
 One function per dialect op, named exactly like the op (StableHLO spelling;
 `not_`, `and_`, `or_` because the plain words are Python keywords). Inputs are
@@ -16,8 +24,9 @@ rounding is innocuous); for transcendental functions it is the correctly
 rounded value up to libm's error, and tests compare those with a tolerance.
 
 Also here: `DTYPES` (XLA type name -> numpy dtype), `EDGE_VALUES` and
-`values()` for test inputs. Imports numpy and ml_dtypes only, never xlamlir,
-so the reference can be checked on its own (`python tests/reference.py`).
+`values()` for test inputs. Imports numpy and ml_dtypes only, never xlamlir (the
+interpreter duck-types the graph), so the reference can be checked on its own
+(`python tests/reference.py`).
 """
 
 from __future__ import annotations
@@ -1024,6 +1033,645 @@ def _self_check() -> None:
     # edge values
     assert np.signbit(EDGE_VALUES["bf16"][1]) and np.isnan(EDGE_VALUES["bf16"][1])
     assert all(values(n, 64, 1).shape == (64,) and values(n, 64, 1).dtype == DTYPES[n] for n in DTYPES)
+
+
+# ================================================================ the graph interpreter
+#
+# `evaluate(computation, args)` walks the graph an XlaBuilder recorded (the xhlo ops
+# after the builder's sugar: broadcasts explicit, `x[...]` as slices, batch_norm and
+# top_k as their primitive ops) and computes every op with the functions above and
+# numpy. It is the differential fuzzer's oracle (tests/differential_fuzzer.py). Ops are
+# duck-typed (`op.opdef.name`, `op.attrs`, `op.operands`, `op.shape.dtype`), so this
+# module still does not import xlamlir. Where the semantics leave a choice open the
+# interpreter picks one answer and says so; the fuzzer only draws programs whose
+# result does not depend on it (ties in select_and_scatter, equal keys of an
+# unstable sort, the unread triangle of cholesky, duplicate scatter indices with a
+# non-commutative combiner).
+
+_BINARY_NAMES = {"and": "and_", "or": "or_"}
+_UNARY_NAMES = {"not": "not_"}
+WHILE_TRIP_LIMIT = 100_000  # a generated loop that runs longer is a generator bug
+
+
+def _same_shape(*xs: np.ndarray) -> list[np.ndarray]:
+    # The elementwise functions above take operands of one shape; sub-computations applied
+    # to whole arrays at once (reduce, scatter, map) mix scalars with arrays.
+    return [np.array(x) for x in np.broadcast_arrays(*xs)]  # copies; 0-d stays 0-d
+
+
+def _pad_array(x: np.ndarray, value, low, high, interior) -> np.ndarray:
+    """Interior padding first, then the edges: positive ones add `value`, negative ones cut."""
+    if x.ndim == 0:
+        return x.copy()
+    dims = [n + max(n - 1, 0) * i for n, i in zip(x.shape, interior)]
+    grown = np.full(dims, value, x.dtype)
+    grown[tuple(slice(None, None, i + 1) for i in interior)] = x
+    out = np.pad(grown, [(max(lo, 0), max(hi, 0)) for lo, hi in zip(low, high)],
+                 constant_values=value)
+    return out[tuple(slice(max(-lo, 0), out.shape[k] - max(-hi, 0))
+                     for k, (lo, hi) in enumerate(zip(low, high)))]
+
+
+def _wide(dtype: np.dtype) -> np.dtype:
+    """The type sums of products are accumulated in before one final rounding/wrap."""
+    kind = kind_of(dtype)
+    return np.dtype({"float": np.float64, "complex": np.complex128, "uint": np.uint64}.get(
+        kind, np.int64))
+
+
+def _narrow(result: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A wide (int64/uint64/float64/complex128) result in `dtype`: ints wrap, floats round once."""
+    kind = kind_of(dtype)
+    if kind == "pred":
+        return result != 0
+    if kind in ("sint", "uint"):
+        return result.astype(dtype)                 # two's complement truncation = wrapping
+    return convert(result, dtype)
+
+
+def _dot_general(lhs: np.ndarray, rhs: np.ndarray, attrs: dict, out_dtype: np.dtype) -> np.ndarray:
+    lc, rc = attrs["lhs_contracting_dimensions"], attrs["rhs_contracting_dimensions"]
+    lb, rb = attrs["lhs_batch_dimensions"], attrs["rhs_batch_dimensions"]
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    lsub, rsub = [""] * lhs.ndim, [""] * rhs.ndim
+    for i, j in zip(lb, rb):
+        lsub[i] = rsub[j] = next(letters)
+    for i, j in zip(lc, rc):
+        lsub[i] = rsub[j] = next(letters)
+    for i in range(lhs.ndim):
+        lsub[i] = lsub[i] or next(letters)
+    for j in range(rhs.ndim):
+        rsub[j] = rsub[j] or next(letters)
+    out = ([lsub[i] for i in lb] + [lsub[i] for i in range(lhs.ndim) if i not in lb and i not in lc]
+           + [rsub[j] for j in range(rhs.ndim) if j not in rb and j not in rc])
+    wide = _wide(out_dtype)
+    result = np.einsum(f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}",
+                       _widen(lhs, wide), _widen(rhs, wide))
+    return _narrow(np.asarray(result), out_dtype)
+
+
+def _widen(x: np.ndarray, wide: np.dtype) -> np.ndarray:
+    if x.dtype == np.bool_:
+        x = x.astype(np.uint8)
+    if wide.kind == "u" and x.dtype.kind == "i":
+        return x.astype(np.int64).astype(wide)      # modular arithmetic: the bits are what count
+    return x.astype(wide)
+
+
+def _convolution(lhs: np.ndarray, rhs: np.ndarray, a: dict, out_dtype: np.dtype) -> np.ndarray:
+    """StableHLO convolution: feature groups split lhs features and kernel output features,
+    batch groups split lhs batch and kernel output features, results concatenated along the
+    output feature dimension."""
+    n = len(a["input_spatial_dimensions"])
+    x = np.transpose(lhs, [a["input_batch_dimension"], a["input_feature_dimension"],
+                           *a["input_spatial_dimensions"]])
+    k = np.transpose(rhs, [a["kernel_output_feature_dimension"], a["kernel_input_feature_dimension"],
+                           *a["kernel_spatial_dimensions"]])
+    wide = _wide(out_dtype)
+    x, k = _widen(x, wide), _widen(k, wide)
+    # lhs dilation and padding first (zeros), kernel dilation as holes in the kernel.
+    x = _pad_array(x, 0, [0, 0] + [p[0] for p in a["padding"]], [0, 0] + [p[1] for p in a["padding"]],
+                   [0, 0] + [d - 1 for d in a["lhs_dilation"]])
+    k = _pad_array(k, 0, [0] * (n + 2), [0] * (n + 2), [0, 0] + [d - 1 for d in a["rhs_dilation"]])
+    fg, bg = a["feature_group_count"], a["batch_group_count"]
+    groups = max(fg, bg)
+    xs = np.split(x, fg, axis=1) if fg > 1 else np.split(x, bg, axis=0) if bg > 1 else [x]
+    ks = np.split(k, groups, axis=0) if groups > 1 else [k]
+    strides = a["window_strides"]
+    outs = []
+    for xg, kg in zip(xs, ks):
+        spatial = [max((xg.shape[2 + d] - kg.shape[2 + d]) // strides[d] + 1, 0)
+                   if xg.shape[2 + d] >= kg.shape[2 + d] else 0 for d in range(n)]
+        acc = np.zeros((xg.shape[0], kg.shape[0], *spatial), wide)
+        if all(spatial) and xg.shape[0] and kg.shape[0]:
+            for offset in np.ndindex(*kg.shape[2:]):
+                window = xg[(slice(None), slice(None)) + tuple(
+                    slice(o, o + (s - 1) * st + 1, st) for o, s, st in zip(offset, spatial, strides))]
+                w = kg[(slice(None), slice(None)) + offset]
+                acc = acc + np.einsum("nc...,oc->no...", window, w)
+        outs.append(acc)
+    out = np.concatenate(outs, axis=1)
+    perm = [a["output_batch_dimension"], a["output_feature_dimension"], *a["output_spatial_dimensions"]]
+    return _narrow(np.transpose(out, np.argsort(perm)), out_dtype)
+
+
+def _fft(x: np.ndarray, fft_type: str, lengths, out_dtype: np.dtype) -> np.ndarray:
+    axes = tuple(range(x.ndim - len(lengths), x.ndim))
+    if 0 in lengths or x.size == 0:
+        return np.zeros(_fft_shape(x.shape, fft_type, lengths), out_dtype)
+    if fft_type == "FFT":
+        r = np.fft.fftn(x.astype(np.complex128), axes=axes)
+    elif fft_type == "IFFT":
+        r = np.fft.ifftn(x.astype(np.complex128), axes=axes)
+    elif fft_type == "RFFT":
+        r = np.fft.rfftn(x.astype(np.float64), s=lengths, axes=axes)
+    else:
+        r = np.fft.irfftn(x.astype(np.complex128), s=lengths, axes=axes)
+    return convert(r, out_dtype)
+
+
+def _fft_shape(shape, fft_type, lengths):
+    if fft_type == "RFFT":
+        return shape[:-1] + ((lengths[-1] // 2 + 1),)
+    if fft_type == "IRFFT":
+        return shape[:-1] + (lengths[-1],)
+    return shape
+
+
+def _cholesky(x: np.ndarray, lower: bool) -> np.ndarray:
+    """Only the chosen triangle is read; the other triangle of the result is zero here
+    (unspecified for XLA, so the fuzzer masks it)."""
+    wide = x.astype(np.complex128 if kind_of(x.dtype) == "complex" else np.float64)
+    tri = np.tril(wide) if lower else np.swapaxes(np.triu(wide), -1, -2).conj()
+    herm = tri + np.swapaxes(np.tril(tri, -1), -1, -2).conj()
+    with np.errstate(all="ignore"):
+        try:
+            factor = np.linalg.cholesky(herm)
+        except np.linalg.LinAlgError:
+            factor = np.full(herm.shape, np.nan, herm.dtype)
+    if not lower:
+        factor = np.swapaxes(factor, -1, -2).conj()
+    return convert(factor, x.dtype)
+
+
+def _triangular_solve(a_: np.ndarray, b_: np.ndarray, at: dict) -> np.ndarray:
+    wide = np.complex128 if kind_of(a_.dtype) == "complex" else np.float64
+    a = np.tril(a_.astype(wide)) if at["lower"] else np.triu(a_.astype(wide))
+    if at["unit_diagonal"]:
+        eye = np.eye(a.shape[-1], dtype=bool)
+        a = np.where(eye, 1, a)
+    if at["transpose_a"] in ("TRANSPOSE", "ADJOINT"):
+        a = np.swapaxes(a, -1, -2)
+        if at["transpose_a"] == "ADJOINT":
+            a = a.conj()
+    b = b_.astype(wide)
+    with np.errstate(all="ignore"):
+        if at["left_side"]:
+            x = np.linalg.solve(a, b) if b.size else b
+        else:  # x a = b  <=>  a^T x^T = b^T
+            x = np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)),
+                            -1, -2) if b.size else b
+    return convert(x, b_.dtype)
+
+
+_M32 = np.uint64(0xFFFFFFFF)
+
+
+def _rotl32(v: np.ndarray, r: int) -> np.ndarray:
+    return ((v << np.uint64(r)) | (v >> np.uint64(32 - r))) & _M32
+
+
+def threefry2x32(x0: np.ndarray, x1: np.ndarray, k0: int, k1: int) -> tuple[np.ndarray, np.ndarray]:
+    """Threefry-2x32, 20 rounds (Random123; XLA's prng.cc ThreeFry2x32), on uint64 arrays
+    holding 32-bit words."""
+    rotations = (13, 15, 26, 6, 17, 29, 16, 24)
+    ks = [np.uint64(k0), np.uint64(k1), np.uint64(0x1BD11BDA ^ k0 ^ k1)]
+    x0, x1 = (x0 + ks[0]) & _M32, (x1 + ks[1]) & _M32
+    for block in range(5):
+        for r in rotations[4 * (block % 2):4 * (block % 2) + 4]:
+            x0 = (x0 + x1) & _M32
+            x1 = _rotl32(x1, r) ^ x0
+        x0 = (x0 + ks[(block + 1) % 3]) & _M32
+        x1 = (x1 + ks[(block + 2) % 3] + np.uint64(block + 1)) & _M32
+    return x0, x1
+
+
+def philox4x32(words: list[np.ndarray], k0: int, k1: int) -> list[np.ndarray]:
+    """Philox-4x32, 10 rounds (Random123; XLA's prng.cc Philox4x32), on uint64 arrays
+    holding 32-bit words."""
+    c = list(words)
+    key = [np.uint64(k0), np.uint64(k1)]
+    for _ in range(10):
+        p0 = c[0] * np.uint64(0xD2511F53)
+        p1 = c[2] * np.uint64(0xCD9E8D57)
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ key[0], p1 & _M32,
+             (p0 >> np.uint64(32)) ^ c[3] ^ key[1], p0 & _M32]
+        key = [(key[0] + np.uint64(0x9E3779B9)) & _M32, (key[1] + np.uint64(0xBB67AE85)) & _M32]
+    return c
+
+
+def _halves(dims: tuple[int, ...]) -> tuple[int, list[int]]:
+    """XLA's SplitShapeIntoHalves: the first even dimension, else the first largest; a
+    scalar is split as [1]. Returns the split dimension and the half shape."""
+    if not dims:
+        return 0, [1]
+    even = [i for i, d in enumerate(dims) if d % 2 == 0]
+    split = even[0] if even else int(np.argmax(dims))
+    half = list(dims)
+    half[split] = -(-dims[split] // 2)
+    return split, half
+
+
+def _rng_bit_generator(state: np.ndarray, algorithm: str, dims: tuple[int, ...],
+                       out_dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """XLA's RngBitGeneratorExpander (prng.cc): THREE_FRY with a u64[2] state (key,
+    counter) and PHILOX with a u64[3] state (key, 128-bit counter low word first); narrow
+    outputs truncate 32-bit words. PHILOX with a u64[2] state and DEFAULT are left out
+    (their layout is backend-specific)."""
+    words = [int(w) for w in state]
+    key, bits = words[0], out_dtype.itemsize * 8
+    k0, k1 = key & 0xFFFFFFFF, key >> 32
+    n = math.prod(dims)
+    if algorithm == "THREE_FRY" and len(words) == 2:
+        if bits == 64:
+            counter = (np.uint64(words[1]) + np.arange(n, dtype=np.uint64))
+            x0, x1 = threefry2x32(counter & _M32, counter >> np.uint64(32), k0, k1)
+            values, blocks = x0 | (x1 << np.uint64(32)), n
+        else:
+            split, half = _halves(dims)
+            blocks = math.prod(half)
+            counter = np.uint64(words[1]) + np.arange(blocks, dtype=np.uint64)
+            x0, x1 = threefry2x32(counter & _M32, counter >> np.uint64(32), k0, k1)
+            pair = np.stack([x0.reshape(half), x1.reshape(half)], axis=split + 1)
+            full = list(half)
+            full[split] *= 2
+            values = pair.reshape(full)
+            if dims:
+                values = values[tuple(slice(0, d) for d in dims)]
+            values = values.reshape(-1)[:n] if not dims else values
+        new_state = [words[0], (words[1] + blocks) % 2**64]
+    elif algorithm == "PHILOX" and len(words) == 3:
+        per_block = 2 if bits == 64 else 4
+        blocks = -(-n // per_block)
+        lo = np.uint64(words[1]) + np.arange(blocks, dtype=np.uint64)
+        hi = np.full(blocks, np.uint64(words[2])) + (lo < np.uint64(words[1])).astype(np.uint64)
+        out = philox4x32([lo & _M32, lo >> np.uint64(32), hi & _M32, hi >> np.uint64(32)], k0, k1)
+        if bits == 64:
+            pairs = [out[0] | (out[1] << np.uint64(32)), out[2] | (out[3] << np.uint64(32))]
+            values = np.stack(pairs, axis=1).reshape(-1)[:n]
+        else:
+            values = np.stack(out, axis=1).reshape(-1)[:n]
+        total = words[1] + (words[2] << 64) + blocks
+        new_state = [words[0], total % 2**64, (total >> 64) % 2**64]
+    else:
+        raise NotImplementedError(f"rng_bit_generator {algorithm} with a u64[{len(words)}] state")
+    unsigned = np.dtype(f"u{out_dtype.itemsize}")
+    values = np.asarray(values).astype(unsigned).reshape(dims).view(out_dtype)
+    return np.array(new_state, np.uint64), values
+
+
+class Interpreter:
+    """Evaluates one computation's graph; sub-computations get their own Interpreter.
+
+    `vectorized`: a scalar sub-computation applied to whole arrays at once (the reducer
+    of reduce/reduce_window, the combiner of scatter, a map, a sort comparator).
+    """
+
+    def __init__(self, computation, vectorized: bool = False) -> None:
+        self.vectorized = vectorized
+        self.computation = computation
+        self.builder = computation._builder
+        self.root = computation._root
+
+    def __call__(self, *args):
+        values: dict[int, object] = {}
+        for n, op in self.builder.parameters.items():
+            values[op.uid] = args[n]
+        return self._value(self.root, values)
+
+    def _value(self, op, values: dict):
+        # Iterative post-order, so long chains do not hit the recursion limit.
+        stack = [op]
+        while stack:
+            top = stack[-1]
+            if top.uid in values:
+                stack.pop()
+                continue
+            inputs = [top.source] if top.source is not None else [
+                o for operand in top.operands
+                for o in (operand if isinstance(operand, tuple) else (operand,))]
+            missing = [o for o in inputs if o.uid not in values]
+            if missing:
+                stack.extend(missing)
+                continue
+            values[top.uid] = self._eval(top, values)
+            stack.pop()
+        return values[op.uid]
+
+    def _eval(self, op, values: dict):
+        if op.source is not None:
+            return values[op.source.uid][op.index]
+        ins = [tuple(values[o.uid] for o in operand) if isinstance(operand, tuple)
+               else values[operand.uid] for operand in op.operands]
+        with np.errstate(all="ignore"):
+            out = self._compute(op.opdef.name, op, ins, op.attrs)
+        if op.shape.is_array():
+            out = np.asarray(out)
+            if out.dtype != op.shape.dtype:
+                raise AssertionError(f"{op.opdef.name} computed {out.dtype}, not {op.shape.dtype}")
+            if not self.vectorized and out.shape != op.shape.dimensions:
+                raise AssertionError(f"{op.opdef.name} computed {out.shape}, not {op.shape}")
+        return out
+
+    def _sub(self, computation, *args):
+        """A scalar sub-computation on arrays of equal shape (elementwise); tuple results
+        come back as lists."""
+        result = Interpreter(computation, vectorized=True)(*args)
+        return list(result) if isinstance(result, tuple) else [result]
+
+    def _compute(self, name: str, op, ins: list, a: dict):
+        family = op.opdef.family
+        dt = op.shape.dtype if op.shape.is_array() else None
+        if name == "constant":
+            return np.array(a["value"], dtype=dt)
+        if family == "unary":
+            return globals()[_UNARY_NAMES.get(name, name)](np.asarray(ins[0]))
+        if family == "binary":
+            return globals()[_BINARY_NAMES.get(name, name)](*_same_shape(ins[0], ins[1]))
+        handler = getattr(self, "_op_" + name, None)
+        if handler is None:
+            raise NotImplementedError(f"the reference interpreter has no {name}")
+        return handler(op, ins, a)
+
+    # ---- elementwise beyond unary/binary -----------------------------------------------------
+
+    def _op_compare(self, op, ins, a):
+        x, y = _same_shape(ins[0], ins[1])
+        return compare(x, y, a["comparison_direction"], a.get("compare_type") or None)
+
+    def _op_select(self, op, ins, a):
+        p, t, f = _same_shape(*ins)
+        return select(p, t, f)
+
+    def _op_clamp(self, op, ins, a):
+        return clamp(*_same_shape(*ins))
+
+    def _op_convert(self, op, ins, a):
+        return convert(np.asarray(ins[0]), op.shape.dtype)
+
+    def _op_bitcast_convert(self, op, ins, a):
+        return bitcast_convert(np.asarray(ins[0]), op.shape.dtype)
+
+    def _op_reduce_precision(self, op, ins, a):
+        return reduce_precision(np.asarray(ins[0]), a["exponent_bits"], a["mantissa_bits"])
+
+    # ---- data movement ------------------------------------------------------------------------
+
+    def _op_broadcast_in_dim(self, op, ins, a):
+        x = ins[0]
+        shape = [1] * len(a["out_dim_size"])
+        for i, d in enumerate(a["broadcast_dimensions"]):
+            shape[d] = x.shape[i]
+        return np.broadcast_to(x.reshape(shape), a["out_dim_size"]).copy()
+
+    def _op_reshape(self, op, ins, a):
+        return ins[0].reshape(a["new_sizes"])
+
+    def _op_transpose(self, op, ins, a):
+        return np.transpose(ins[0], a["permutation"])
+
+    def _op_reverse(self, op, ins, a):
+        return np.flip(ins[0], a["dimensions"]) if a["dimensions"] else ins[0]
+
+    def _op_slice(self, op, ins, a):
+        return ins[0][tuple(slice(s, e, st) for s, e, st in
+                            zip(a["start_indices"], a["limit_indices"], a["strides"]))]
+
+    def _op_concatenate(self, op, ins, a):
+        return np.concatenate(ins[0], a["dimension"])
+
+    def _op_pad(self, op, ins, a):
+        return _pad_array(ins[0], ins[1], a["edge_padding_low"], a["edge_padding_high"],
+                          a["interior_padding"])
+
+    def _op_iota(self, op, ins, a):
+        dims, k = a["dimensions"], a["iota_dimension"]
+        shape = [1] * len(dims)
+        shape[k] = dims[k]
+        return convert(np.broadcast_to(np.arange(dims[k]).reshape(shape), dims), op.shape.dtype)
+
+    def _op_get_dimension_size(self, op, ins, a):
+        return np.array(ins[0].shape[a["dimension"]], np.int32)
+
+    def _op_dynamic_slice(self, op, ins, a):
+        x, sizes = ins[0], a["slice_sizes"]
+        starts = [min(max(int(s), 0), d - n) for s, d, n in zip(ins[1], x.shape, sizes)]
+        return x[tuple(slice(s, s + n) for s, n in zip(starts, sizes))].copy()
+
+    def _op_dynamic_update_slice(self, op, ins, a):
+        x, u = ins[0].copy(), ins[1]
+        starts = [min(max(int(s), 0), d - n) for s, d, n in zip(ins[2], x.shape, u.shape)]
+        x[tuple(slice(s, s + n) for s, n in zip(starts, u.shape))] = u
+        return x
+
+    def _op_gather(self, op, ins, a):
+        x, idx = ins
+        ivd = a["index_vector_dim"]
+        if ivd == idx.ndim:
+            idx = idx[..., None]
+        idx = np.moveaxis(idx, ivd, -1).astype(np.int64)
+        batch_dims = [d for d in range(ins[1].ndim + (ivd == ins[1].ndim)) if d != ivd]
+        sizes = a["slice_sizes"]
+        removed = set(a["collapsed_slice_dims"]) | set(a["operand_batching_dims"])
+        out = np.empty(op.shape.dimensions, x.dtype)
+        offset_dims = list(a["offset_dims"])
+        batch_out = [d for d in range(out.ndim) if d not in offset_dims]
+        for pos in np.ndindex(*idx.shape[:-1]):
+            start = [0] * x.ndim
+            for k, d in enumerate(a["start_index_map"]):
+                start[d] = int(idx[pos][k])
+            for od, sd in zip(a["operand_batching_dims"], a["start_indices_batching_dims"]):
+                start[od] = pos[batch_dims.index(sd)]
+            start = [min(max(s, 0), n - w) for s, n, w in zip(start, x.shape, sizes)]
+            window = x[tuple(slice(s, s + w) for s, w in zip(start, sizes))]
+            window = window.reshape([w for d, w in enumerate(sizes) if d not in removed])
+            where: list = [slice(None)] * out.ndim
+            for d, p in zip(batch_out, pos):
+                where[d] = p
+            out[tuple(where)] = window
+        return out
+
+    def _op_scatter(self, op, ins, a):
+        """XLA's rule: a window that does not fit entirely is skipped; windows are combined
+        in the row-major order of their scatter positions."""
+        inputs, idx, updates = [x.copy() for x in ins[0]], ins[1], ins[2]
+        ivd = a["index_vector_dim"]
+        if ivd == idx.ndim:
+            idx = idx[..., None]
+        idx = np.moveaxis(idx, ivd, -1).astype(np.int64)
+        batch_dims = [d for d in range(ins[1].ndim + (ivd == ins[1].ndim)) if d != ivd]
+        uwd = list(a["update_window_dims"])
+        removed = set(a["inserted_window_dims"]) | set(a["input_batching_dims"])
+        window_operand_dims = [d for d in range(inputs[0].ndim) if d not in removed]
+        u0 = updates[0]
+        scatter_update_dims = [d for d in range(u0.ndim) if d not in uwd]
+        window_sizes = [1] * inputs[0].ndim
+        for d, ud in zip(window_operand_dims, uwd):
+            window_sizes[d] = u0.shape[ud]
+        comp = a["update_computation"]
+        for pos in np.ndindex(*idx.shape[:-1]):
+            start = [0] * inputs[0].ndim
+            for k, d in enumerate(a["scatter_dims_to_operand_dims"]):
+                start[d] = int(idx[pos][k])
+            for od, sd in zip(a["input_batching_dims"], a["scatter_indices_batching_dims"]):
+                start[od] = pos[batch_dims.index(sd)]
+            if any(s < 0 or s + w > n for s, w, n in zip(start, window_sizes, inputs[0].shape)):
+                continue
+            where: list = [slice(None)] * u0.ndim
+            for d, p in zip(scatter_update_dims, pos):
+                where[d] = p
+            target = tuple(slice(s, s + w) for s, w in zip(start, window_sizes))
+            ups = [u[tuple(where)].reshape([window_sizes[d] for d in range(len(window_sizes))])
+                   for u in updates]
+            current = [x[target] for x in inputs]
+            new = self._sub(comp, *current, *ups)
+            for x, v in zip(inputs, new):
+                x[target] = np.broadcast_to(np.asarray(v), x[target].shape).astype(x.dtype)
+        return tuple(inputs)
+
+    # ---- reductions, windows, sort ------------------------------------------------------------
+
+    def _op_reduce(self, op, ins, a):
+        inputs, inits = ins
+        dims = sorted(a["dimensions"])
+        keep = [d for d in range(inputs[0].ndim) if d not in dims]
+        count = math.prod(inputs[0].shape[d] for d in dims)
+        moved = [np.transpose(x, dims + keep).reshape((count, *[x.shape[d] for d in keep]))
+                 for x in inputs]
+        accs = [np.broadcast_to(init, moved[0].shape[1:]).astype(init.dtype) for init in inits]
+        comp = a["computation"]
+        for k in range(count):
+            accs = [np.broadcast_to(np.asarray(r), accs[0].shape).astype(i.dtype)
+                    for r, i in zip(self._sub(comp, *accs, *[m[k] for m in moved]), inits)]
+        return tuple(accs) if op.shape.is_tuple() else accs[0]
+
+    def _op_reduce_window(self, op, ins, a):
+        """Padding and base-dilation holes hold the init value (an identity of the reducer)."""
+        inputs, inits = ins
+        padded = [_pad_array(x, init, [p[0] for p in a["padding"]], [p[1] for p in a["padding"]],
+                             [d - 1 for d in a["base_dilations"]]) for x, init in zip(inputs, inits)]
+        shapes = op.shape.tuple_shapes if op.shape.is_tuple() else [op.shape]
+        out_dims = shapes[0].dimensions
+        accs = [np.full(out_dims, init, init.dtype) for init in inits]
+        strides, wd = a["window_strides"], a["window_dilations"]
+        if math.prod(out_dims):
+            for offset in np.ndindex(*a["window_dimensions"]):
+                sl = tuple(slice(o * d, o * d + (n - 1) * s + 1, s)
+                           for o, d, n, s in zip(offset, wd, out_dims, strides))
+                elems = [p[sl] for p in padded]
+                accs = [np.broadcast_to(np.asarray(r), out_dims).astype(i.dtype)
+                        for r, i in zip(self._sub(a["computation"], *accs, *elems), inits)]
+        return tuple(accs) if op.shape.is_tuple() else accs[0]
+
+    def _op_select_and_scatter(self, op, ins, a):
+        """Each window's selected element is found by scanning in row-major order and
+        keeping the current pick while select(current, candidate) holds; padding is never
+        selected. Ties under GE/LE are implementation-defined: the fuzzer avoids them."""
+        x, source, init = ins
+        out = np.full(x.shape, init, x.dtype)
+        low = [p[0] for p in a["padding"]]
+        wdims, strides = a["window_dimensions"], a["window_strides"]
+        select_fn = Interpreter(a["select"], vectorized=True)
+        scatter_fn = Interpreter(a["scatter"], vectorized=True)
+        for w in np.ndindex(*source.shape):
+            best = None
+            for offset in np.ndindex(*wdims):
+                pos = tuple(wi * s + o - lo for wi, s, o, lo in zip(w, strides, offset, low))
+                if any(p < 0 or p >= n for p, n in zip(pos, x.shape)):
+                    continue
+                if best is None or not bool(select_fn(np.asarray(x[best]), np.asarray(x[pos]))):
+                    best = pos
+            if best is not None:
+                out[best] = np.asarray(scatter_fn(np.asarray(out[best]), np.asarray(source[w]))
+                                       ).astype(x.dtype)
+        return out
+
+    def _op_sort(self, op, ins, a):
+        """The stable order (what is_stable = true requires; for an unstable sort only the
+        order of elements the comparator tells apart is determined). less(j, i) for all
+        pairs at once; i's rank = #{j: j before i} + #{j < i: j equivalent to i}."""
+        xs = [np.moveaxis(x, a["dimension"], -1) for x in ins[0]]
+        n = xs[0].shape[-1] if xs[0].ndim else 0
+        if n <= 1 or xs[0].size == 0:
+            return tuple(x.copy() for x in ins[0])
+        pairs = []
+        for x in xs:
+            pairs += [x[..., None, :], x[..., :, None]]     # [.., i, j]: (x_j, x_i)
+        shaped = _same_shape(*pairs)
+        j_before_i = np.asarray(self._sub(a["comparator"], *shaped)[0]).astype(bool)
+        swapped = []
+        for x in xs:
+            swapped += [x[..., :, None], x[..., None, :]]   # (x_i, x_j)
+        i_before_j = np.asarray(self._sub(a["comparator"], *_same_shape(*swapped))[0]).astype(bool)
+        j_before_i = np.broadcast_to(j_before_i, xs[0].shape + (n,))
+        i_before_j = np.broadcast_to(i_before_j, xs[0].shape + (n,))
+        equivalent = ~j_before_i & ~i_before_j
+        lower = np.tril(np.ones((n, n), bool), -1)          # [i, j]: j < i
+        rank = j_before_i.sum(-1) + (equivalent & lower).sum(-1)
+        order = np.argsort(rank, axis=-1, kind="stable")
+        return tuple(np.moveaxis(np.take_along_axis(x, order, -1), -1, a["dimension"]).copy()
+                     for x in xs)
+
+    # ---- products -----------------------------------------------------------------------------
+
+    def _op_dot_general(self, op, ins, a):
+        return _dot_general(ins[0], ins[1], a, op.shape.dtype)
+
+    def _op_convolution(self, op, ins, a):
+        return _convolution(ins[0], ins[1], a, op.shape.dtype)
+
+    def _op_fft(self, op, ins, a):
+        return _fft(ins[0], a["fft_type"], tuple(a["fft_length"]), op.shape.dtype)
+
+    def _op_cholesky(self, op, ins, a):
+        return _cholesky(ins[0], a["lower"])
+
+    def _op_triangular_solve(self, op, ins, a):
+        return _triangular_solve(ins[0], ins[1], a)
+
+    # ---- structure and control flow -----------------------------------------------------------
+
+    def _op_tuple(self, op, ins, a):
+        return tuple(ins[0])
+
+    def _op_get_tuple_element(self, op, ins, a):
+        return ins[0][a["index"]]
+
+    def _op_optimization_barrier(self, op, ins, a):
+        return ins[0]
+
+    def _op_call(self, op, ins, a):
+        return Interpreter(a["to_apply"], self.vectorized)(*ins[0])
+
+    def _op_map(self, op, ins, a):
+        result = self._sub(a["computation"], *_same_shape(*ins[0]))[0]
+        return np.broadcast_to(np.asarray(result), op.shape.dimensions).copy()
+
+    def _op_while(self, op, ins, a):
+        state = ins[0]
+        cond, body = Interpreter(a["cond"]), Interpreter(a["body"])
+        for _ in range(WHILE_TRIP_LIMIT):
+            if not bool(cond(state)):
+                return state
+            state = body(state)
+        raise AssertionError(f"while loop ran {WHILE_TRIP_LIMIT} trips")
+
+    def _op_case(self, op, ins, a):
+        """A pred index picks branch 0 when true; an s32 index out of range runs the last."""
+        index, operands = ins
+        branches = a["branches"]
+        if index.dtype == np.bool_:
+            k = 0 if bool(index) else 1
+        else:
+            k = int(index)
+            if not 0 <= k < len(branches):
+                k = len(branches) - 1
+        return Interpreter(branches[k])(operands[k])
+
+    def _op_rng_bit_generator(self, op, ins, a):
+        return _rng_bit_generator(ins[0], a["algorithm"], tuple(a["dimensions"]),
+                                  op.shape.tuple_shapes[1].dtype)
+
+    def _op_replica_id(self, op, ins, a):
+        return np.array(0, op.shape.dtype)      # a single replica
+
+    def _op_partition_id(self, op, ins, a):
+        return np.array(0, op.shape.dtype)
+
+
+def evaluate(computation, args):
+    """The computation's result on `args` (numpy values of its parameter shapes)."""
+    return Interpreter(computation)(*[np.asarray(x) for x in args])
 
 
 if __name__ == "__main__":

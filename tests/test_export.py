@@ -8,6 +8,7 @@ are skipped where there is no C compiler.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -95,13 +96,15 @@ def _build_and_run(library: Path, name: str, inputs: list[np.ndarray],
     return proc.stdout.splitlines()
 
 
-def _check_against_jit(comp: xm.XlaComputation, inputs: list[np.ndarray], tmp_path: Path) -> Path:
-    """Export `comp`, run it from C on `inputs` and compare with the JIT; the library's path."""
+def _check_against_jit(comp: xm.XlaComputation, inputs: list[np.ndarray], tmp_path: Path,
+                       **options: str) -> Path:
+    """Export `comp` (with `options`), run it from C on `inputs` and compare with the JIT;
+    the library's path."""
     exe = xm.compile(comp)
     expected = _leaves(exe(*inputs))
     name = c_identifier(comp.name)
     library = tmp_path / f"lib{name}.so"
-    export_executable(exe, library)
+    export_executable(exe, library, **options)
     assert library.is_file() and library.with_suffix(".h").is_file()
     lines = _build_and_run(library, name, inputs, [e.dtype for e in expected])
     dtypes = [str(s.element_type) for s in exe.parameter_shapes]
@@ -153,6 +156,66 @@ def test_parallel_loops_are_exported_sequential(tmp_path: Path) -> None:
     if shutil.which("ldd"):
         ldd = subprocess.run(["ldd", str(library)], capture_output=True, text=True).stdout
         assert "libmlir" not in ldd.lower(), ldd
+
+
+def _disassembly(library: Path) -> str:
+    objdump = shutil.which("llvm-objdump") or shutil.which("objdump")
+    if objdump is None:
+        pytest.skip("no objdump")
+    return subprocess.run([objdump, "-d", "--no-show-raw-insn", str(library)], capture_output=True,
+                          text=True, check=True).stdout
+
+
+@needs_cc
+@pytest.mark.parametrize("target", [None, "x86-64-v2", "host"])
+def test_target_cpu_is_portable_by_default_and_stated(tmp_path: Path, target: str | None) -> None:
+    """The default library is x86-64-v3 code (no zmm, even exported on an AVX-512 machine);
+    the header names the target and the libraries it links."""
+    n = 4096
+    options = {} if target is None else {"target_cpu": target}
+    library = _check_against_jit(_axpy(n), _axpy_inputs(n), tmp_path, **options)
+    header = library.with_suffix(".h").read_text()
+    from xlamlir.runtime.targets import host_cpu
+
+    stated = {None: "x86-64-v3", "x86-64-v2": "x86-64-v2", "host": f"host = {host_cpu()}"}[target]
+    assert f'#define axpy_TARGET_CPU "{stated}"' in header
+    assert f"(-mcpu={stated})" in header
+    # An elementwise program allocates nothing and calls nothing.
+    assert "links against no shared library at all" in header
+    code = _disassembly(library)
+    if target is None:
+        assert "ymm" in code and "zmm" not in code
+    if target == "x86-64-v2":
+        assert "xmm" in code and not re.search(r"[yz]mm", code)
+
+
+@needs_cc
+def test_header_states_the_libraries_linked(tmp_path: Path) -> None:
+    """docs/export.md's example: the sum's temporary is malloc'ed, so it needs libc (and
+    only libc); the header says so, and so does the library's dynamic section."""
+    b = xm.XlaBuilder("axpy")
+    alpha = b.parameter(0, xm.Shape.array(F32, ()))
+    x = b.parameter(1, xm.Shape.array(F32, (8,)))
+    z = alpha * x + x
+    comp = b.build([z, b.reduce(z, b.constant(0.0), lambda acc, v: acc + v, [0])])
+    library = _check_against_jit(comp, _axpy_inputs()[:2], tmp_path)
+    assert "links against libc.so.6 only" in library.with_suffix(".h").read_text()
+    if shutil.which("ldd"):
+        ldd = subprocess.run(["ldd", str(library)], capture_output=True, text=True).stdout
+        assert "libc.so" in ldd and "statically linked" not in ldd, ldd
+
+
+@needs_cc
+def test_export_for_a_cpu_this_machine_cannot_run(tmp_path: Path) -> None:
+    """Export does not run the code: any CPU LLVM knows will do; unknown names are refused."""
+    exe = xm.compile(_axpy())
+    library = tmp_path / "libaxpy.so"
+    export_executable(exe, library, target_cpu="sapphirerapids")
+    assert '#define axpy_TARGET_CPU "sapphirerapids"' in library.with_suffix(".h").read_text()
+    with pytest.raises(xm.ArgumentError, match="x86-64-v3"):
+        export_executable(exe, library, target_cpu="pentium-9")
+    with pytest.raises(xm.CompileError, match="disagree"):
+        export_executable(exe, library, target_cpu="x86-64-v3", cpu="x86-64-v2")
 
 
 @needs_cc

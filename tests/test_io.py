@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -69,6 +70,22 @@ def test_reads_time_out_instead_of_hanging(monkeypatch) -> None:
     exe.infeed.put(np.float32(1))  # the wrong dtype
     with pytest.raises(xm.XlaError, match="int32"):
         exe()
+
+
+def test_infeed_reads_io_timeout_at_call_time(monkeypatch) -> None:
+    b = xm.XlaBuilder("starved_infeed_call")
+    b.infeed(S(xm.S32, ()))
+    exe = xm.compile(b.build())
+    # Set after the module was imported and the executable compiled: still obeyed.
+    monkeypatch.setattr(io, "IO_TIMEOUT", 0.2)
+    started = time.monotonic()
+    with pytest.raises(xm.XlaError, match=r"infeed.*within 0\.2 s"):
+        exe()
+    assert time.monotonic() - started < 10  # not the 60 s default
+    started = time.monotonic()
+    with pytest.raises(xm.XlaError, match=r"within 0\.2 s"):
+        exe.infeed.take()
+    assert time.monotonic() - started < 10
 
 
 def test_token_rules() -> None:

@@ -289,6 +289,67 @@ def test_general_layout_parameter_returned() -> None:
     assert result.strides == (3 * 4, 4, 2 * 3 * 4)
 
 
+def _assert_layout(array: np.ndarray, shape: xm.Shape) -> None:
+    """`array` is laid out as `shape` says (byte strides of its minor_to_major)."""
+    step, strides = array.itemsize, [0] * array.ndim
+    for d in shape.layout.minor_to_major:
+        strides[d] = step
+        step *= array.shape[d]
+    assert array.strides == tuple(strides), (shape, array.strides)
+
+
+def test_parameters_returned_in_tuples_keep_their_layouts() -> None:
+    def body(b, x, g, y):
+        pair = b.tuple([g, y])
+        return b.tuple([x, x * 2.0, pair, b.get_tuple_element(b.tuple([x, y]), 0),
+                        b.tuple([b.tuple([g]), b.create_token()])])
+
+    comp = build("tuple_layouts", ["f32[2,3]{0,1}", "s32[2,3,4]{1,0,2}", "f32[2,3]"], body)
+    exe = xm.compile(comp)
+    stated = exe.program_shape()[1]
+    assert stated == comp.program_shape()[1]
+    assert stated == S("(f32[2,3]{0,1}, f32[2,3], (s32[2,3,4]{1,0,2}, f32[2,3]), f32[2,3]{0,1}, "
+                       "((s32[2,3,4]{1,0,2}), token[]))")
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    g = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    y = a[::-1] + 10
+    # C-ordered, F-ordered and strided views (the latter run the strided-input variant).
+    for args in ((a, g, y), (np.asfortranarray(a), np.asfortranarray(g), np.asfortranarray(y)),
+                 (np.repeat(a, 2, axis=1)[:, ::2], g[:, ::-1][:, ::-1], y)):
+        got = exe(*args)
+        x_out, doubled, (g_out, y_out), x_again, ((g_deep,), token) = got
+        for array, want, shape in ((x_out, a, stated.tuple_shapes[0]),
+                                   (doubled, a * 2, stated.tuple_shapes[1]),
+                                   (g_out, g, stated.tuple_shapes[2].tuple_shapes[0]),
+                                   (y_out, y, stated.tuple_shapes[2].tuple_shapes[1]),
+                                   (x_again, a, stated.tuple_shapes[3]),
+                                   (g_deep, g, stated.tuple_shapes[4].tuple_shapes[0].tuple_shapes[0])):
+            np.testing.assert_array_equal(array, want)
+            _assert_layout(array, shape)
+        assert token is None
+        assert x_out.flags.f_contiguous and not x_out.flags.c_contiguous
+        assert x_again.flags.f_contiguous and not x_again.flags.c_contiguous
+        assert doubled.flags.c_contiguous and y_out.flags.c_contiguous
+        assert not g_out.flags.c_contiguous and not g_out.flags.f_contiguous
+        assert g_out.strides == g_deep.strides == (3 * 4, 4, 2 * 3 * 4)
+
+
+def test_parameter_returned_from_text_keeps_its_layout() -> None:
+    """Without a declared result layout, a returned parameter keeps its own (API.md)."""
+    text = """
+    func.func @main(%a: tensor<2x3xf32> {xhlo.layout = array<i64: 0, 1>}, %b: tensor<2x3xf32>)
+        -> tensor<2x3xf32> {
+      return %a : tensor<2x3xf32>
+    }
+    """
+    exe = xm.compile_mlir(text)
+    assert exe.program_shape()[1] == S("f32[2,3]{0,1}")
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    result = exe(a, a)
+    np.testing.assert_array_equal(result, a)
+    assert result.flags.f_contiguous and not result.flags.c_contiguous
+
+
 @isolated
 def test_ops_on_fortran_parameter() -> None:
     """An op on a {0,1} parameter reads it correctly and produces the default layout."""

@@ -4,8 +4,13 @@ IR tests show that packing, fusion of the epilogue into the matmul's parallel
 loop, register-tile vectorization (vector.fma on the accumulator rows) and the
 multi-core split (scf.forall, async in the "loops" stage) happen for the issue's
 workloads; numeric tests compare the scheduled path with numpy across shapes that
-are not multiples of the tile sizes, and check that ops the schedules do not handle
-keep the old path.
+are not multiples of the tile sizes (N and F too: the rest is a narrower panel), and
+check that ops the schedules do not handle keep the old path.
+
+Both register tiles the library picks (6 x 16 for AVX2, 8 x 32 for AVX-512;
+`Params.for_target`) are tested on every host, through pipelines whose "tiled" stage
+is `scheduler(Params(...))`: LLVM splits 32-wide vectors into two ymm where there is
+no AVX-512, so an AVX2 machine checks the AVX-512 schedules too.
 """
 
 from __future__ import annotations
@@ -67,34 +72,55 @@ def _scheduled(exe: xm.Executable) -> bool:
     return "vector.fma" in exe.stages["tiled"]
 
 
+def _name(p: schedules.Params) -> str:
+    return f"{p.mr}x{p.nr}-{p.threads}t"
+
+
+# The tiles of `Params.for_target` (AVX2, AVX-512) on two cores, and on one (each core
+# then packs all the panels inside its k blocks: the other packing path).
+TILES = [schedules.Params(threads=2, mr=6, nr=16), schedules.Params(threads=2, mr=8, nr=32)]
+ALL_TILES = TILES + [schedules.Params(threads=1, mr=6, nr=16), schedules.Params(threads=1, mr=8, nr=32)]
+# Built once and kept: the compile cache knows a pipeline's Python passes by id().
+_PIPELINES = {_name(p): xm.Pipeline.default().replace("tiled", schedules.scheduler(p)) for p in ALL_TILES}
+
+
+def _compile(computation: xm.XlaComputation, p: schedules.Params) -> xm.Executable:
+    return xm.compile(computation, _PIPELINES[_name(p)])
+
+
+tiles = pytest.mark.parametrize("p", TILES, ids=_name)
+all_tiles = pytest.mark.parametrize("p", ALL_TILES, ids=_name)
+
+
 # -- IR ----------------------------------------------------------------------------------------------
 
-def test_matmul_is_packed_tiled_vectorized_and_parallel() -> None:
-    exe = xm.compile(_matmul(1024, 1024, 1024))
+@tiles
+def test_matmul_is_packed_tiled_vectorized_and_parallel(p: schedules.Params) -> None:
+    exe = _compile(_matmul(1024, 1024, 1024), p)
     # One parallel loop; each core takes half of the column panels and packs B's blocks
-    # for them into contiguous 16-column panels (Bp[N/16, K, 16]) with vector copies right
-    # before using them; the register tile is 6 rows x 16 columns: six broadcasts of A and
-    # six fmas per k step on a loop-carried accumulator (in registers).
-    check_ir(exe.stages["tiled"], """
-        CHECK: scf.forall ({{.*}}) in (2)
-        CHECK: vector.transfer_read {{.*}} : tensor<8x1x16xf32>, vector<{{.*}}>
-        CHECK: vector.transfer_write {{.*}} : vector<{{.*}}16xf32>, tensor<1x8x16xf32>
-        CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<6x{{(1x)?}}16xf32>)
-        CHECK-COUNT-6: vector.fma {{.*}} : vector<16xf32>
-        CHECK: scf.yield {{.*}} : vector<6x{{(1x)?}}16xf32>
+    # for them into contiguous NR-column panels (Bp[N/NR, K, NR]) with vector copies right
+    # before using them; the register tile is MR rows x NR columns: MR broadcasts of A and
+    # MR fmas per k step on a loop-carried accumulator (in registers).
+    check_ir(exe.stages["tiled"], f"""
+        CHECK: scf.forall ({{{{.*}}}}) in (2)
+        CHECK: vector.transfer_read {{{{.*}}}} : tensor<8x1x{p.nr}xf32>, vector<{{{{.*}}}}>
+        CHECK: vector.transfer_write {{{{.*}}}} : vector<{{{{.*}}}}{p.nr}xf32>, tensor<1x8x{p.nr}xf32>
+        CHECK: scf.for {{{{.*}}}} iter_args({{{{.*}}}}) -> (vector<{p.mr}x{{{{(1x)?}}}}{p.nr}xf32>)
+        CHECK-COUNT-{p.mr}: vector.fma {{{{.*}}}} : vector<{p.nr}xf32>
+        CHECK: scf.yield {{{{.*}}}} : vector<{p.mr}x{{{{(1x)?}}}}{p.nr}xf32>
         CHECK: scf.forall.in_parallel
-    """) if schedules.PARAMS.nr == 16 else None
+    """)
     assert exe.stages["tiled"].count("scf.forall (") == 1
-    assert _scheduled(exe)
     assert "linalg.matmul" not in exe.stages["tiled"]
     # The parallel loops run as async tasks on the runtime's thread pool.
-    assert "async.runtime" in exe.stages["loops"] or schedules.PARAMS.threads == 1
+    assert "async.runtime" in exe.stages["loops"]
     # The product is computed straight into the output buffer (no temporary + copy).
     assert "memref.copy" not in exe.stages["bufferized"]
 
 
-def test_dense_relu_epilogue_is_fused_into_the_matmul_loop() -> None:
-    exe = xm.compile(_dense_relu(256, 1024, 1024))
+@tiles
+def test_dense_relu_epilogue_is_fused_into_the_matmul_loop(p: schedules.Params) -> None:
+    exe = _compile(_dense_relu(256, 1024, 1024), p)
     tiled = exe.stages["tiled"]
     assert _scheduled(exe)
     # The bias add and relu run inside the same scf.forall as the contraction, on each
@@ -107,23 +133,89 @@ def test_dense_relu_epilogue_is_fused_into_the_matmul_loop() -> None:
     assert "linalg.generic" not in tiled
     # The epilogue updates the product in place: no temporary for the product.
     assert "memref.copy" not in exe.stages["bufferized"]
-    # The only temporary is the packed block of B ([16 panels, 256 deep, 16]).
-    allocs = re.findall(r"memref\.alloc\(\)[^:]*: (memref<[^>]*>)", exe.stages["bufferized"])
-    assert set(allocs) <= {"memref<16x256x16xf32>"}
+    # The only temporary is the packed block of B ([16 panels, 256 deep, NR]).
+    allocs = re.findall(r"memref\.alloc\(\).*: (memref<[^>]*>)", exe.stages["bufferized"])
+    assert set(allocs) == {f"memref<16x256x{p.nr}xf32>"}
 
 
-def test_conv_is_tiled_vectorized_and_parallel() -> None:
-    exe = xm.compile(_conv(8, 56, 64, 64))
+@tiles
+def test_columns_beyond_the_last_whole_panel_are_a_narrower_panel(p: schedules.Params) -> None:
+    # N = 200: 192 columns in NR-wide panels, then one 8-wide panel with an MR x 8
+    # register tile; the bias + relu fused into both parts; both written in place.
+    exe = _compile(_dense_relu(128, 256, 200), p)
+    tiled = exe.stages["tiled"]
+    check_ir(tiled, f"""
+        CHECK: scf.forall
+        CHECK-COUNT-{p.mr}: vector.fma {{{{.*}}}} : vector<{p.nr}xf32>
+        CHECK: arith.{{{{maximumf|select}}}}
+        CHECK: scf.forall.in_parallel
+        CHECK: scf.forall
+        CHECK-COUNT-{p.mr}: vector.fma {{{{.*}}}} : vector<8xf32>
+        CHECK: arith.{{{{maximumf|select}}}}
+        CHECK: scf.forall.in_parallel
+    """)
+    assert "linalg.generic" not in tiled
+    assert "memref.copy" not in exe.stages["bufferized"]
+    # The narrow panel's B (256 x 8 floats) is packed by a plain loop, not a parallel one.
+    assert tiled.count("scf.forall (") == 2
+
+
+@tiles
+def test_an_odd_panel_count_is_split_across_the_cores_nearly_evenly(p: schedules.Params) -> None:
+    # 31 panels with 32-wide tiles: 16 and 15 per core (62 with 16-wide ones: 31 each),
+    # each packing its own panels inside its k blocks: one parallel loop, no B-wide packing.
+    exe = _compile(_matmul(96, 128, 31 * 32), p)
+    tiled = exe.stages["tiled"]
+    assert re.findall(r"scf\.forall \(.*\) in \((\d+(?:, \d+)*)\)", tiled) == ["2"]
+    check_ir(tiled, f"""
+        CHECK: scf.forall
+        CHECK: vector.transfer_write {{{{.*}}}} : vector<{{{{.*}}}}{p.nr}xf32>, tensor<1x8x{p.nr}xf32>
+        CHECK-COUNT-{p.mr}: vector.fma {{{{.*}}}} : vector<{p.nr}xf32>
+    """)
+    lhs, rhs = _rand((96, 128), 0), _rand((128, 31 * 32), 1)
+    np.testing.assert_allclose(exe(lhs, rhs), lhs.astype(np.float64) @ rhs, rtol=1e-4, atol=1e-3)
+
+
+@tiles
+def test_a_narrow_column_part_of_little_work_runs_on_one_core(p: schedules.Params) -> None:
+    # N = 264: 256 columns in whole panels on both cores, then 8 (3% of the work) in one
+    # sequential loop nest: no second parallel loop (compile time).
+    exe = _compile(_matmul(96, 128, 264), p)
+    tiled = exe.stages["tiled"]
+    check_ir(tiled, f"""
+        CHECK: scf.forall ({{{{.*}}}}) in (2)
+        CHECK-COUNT-{p.mr}: vector.fma {{{{.*}}}} : vector<{p.nr}xf32>
+        CHECK: scf.forall.in_parallel
+        CHECK-COUNT-{p.mr}: vector.fma {{{{.*}}}} : vector<8xf32>
+    """)
+    assert re.findall(r"scf\.forall \(.*\) in \((\d+(?:, \d+)*)\)", tiled) == ["2"]
+    lhs, rhs = _rand((96, 128), 0), _rand((128, 264), 1)
+    np.testing.assert_allclose(exe(lhs, rhs), lhs.astype(np.float64) @ rhs, rtol=1e-4, atol=1e-3)
+
+
+@tiles
+def test_conv_is_tiled_vectorized_and_parallel(p: schedules.Params) -> None:
+    exe = _compile(_conv(8, 56, 64, 64), p)
     tiled = exe.stages["tiled"]
     assert "linalg.conv_2d_nhwc_hwcf" not in tiled
-    check_ir(tiled, """
-        CHECK: scf.forall ({{.*}}) in (2)
-        CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<6x16xf32>)
-        CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<6x16xf32>)
-        CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<6x16xf32>)
-        CHECK-COUNT-6: vector.fma {{.*}} : vector<16xf32>
-    """) if schedules.PARAMS.nr == 16 else None
-    assert _scheduled(exe)
+    check_ir(tiled, f"""
+        CHECK: scf.forall ({{{{.*}}}}) in (2)
+        CHECK: scf.for {{{{.*}}}} iter_args({{{{.*}}}}) -> (vector<{p.mr}x{p.nr}xf32>)
+        CHECK: scf.for {{{{.*}}}} iter_args({{{{.*}}}}) -> (vector<{p.mr}x{p.nr}xf32>)
+        CHECK: scf.for {{{{.*}}}} iter_args({{{{.*}}}}) -> (vector<{p.mr}x{p.nr}xf32>)
+        CHECK-COUNT-{p.mr}: vector.fma {{{{.*}}}} : vector<{p.nr}xf32>
+    """)
+
+
+def test_conv_channels_beyond_the_last_whole_panel_are_a_narrower_tile() -> None:
+    # F = 48 with 32-wide tiles: the channel loop's last (16-wide) iteration is peeled.
+    exe = _compile(_conv(1, 20, 8, 48), TILES[1])
+    check_ir(exe.stages["tiled"], """
+        CHECK: scf.forall
+        CHECK: vector.fma {{.*}} : vector<32xf32>
+        CHECK: vector.fma {{.*}} : vector<16xf32>
+        CHECK: scf.forall.in_parallel
+    """)
 
 
 def test_schedule_stage_can_be_replaced() -> None:
@@ -135,37 +227,89 @@ def test_schedule_stage_can_be_replaced() -> None:
 
 
 def test_last_script_is_the_applied_transform_script() -> None:
-    xm.compile(_matmul(100, 64, 64))  # 50 rows per thread: 8 register tiles and a peeled one
+    _compile(_matmul(100, 64, 64), TILES[0])  # 50 rows per thread: 8 register tiles and a peeled one
     script = schedules.last_script()
     assert "transform.named_sequence @__transform_main" in script
     assert "transform.structured.tile_using_forall" in script and "transform.loop.peel" in script
 
 
+# -- tiles per target ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cpu, mr, nr", [
+    ("x86-64-v4", 8, 32), ("skylake-avx512", 8, 32), ("sapphirerapids", 8, 32), ("znver4", 8, 32),
+    ("Icelake-Server", 8, 32),
+    ("novalake", 8, 32), ("x86-64-v3", 6, 16), ("x86-64-v2", 6, 16), ("x86-64", 6, 16),
+    ("haswell", 6, 16), ("znver3", 6, 16), ("alderlake", 6, 16), ("sierraforest", 6, 16),
+    ("goldmont", 6, 16),
+])
+def test_params_for_target_cpu(cpu: str, mr: int, nr: int) -> None:
+    p = schedules.Params.for_target(cpu)
+    assert (p.mr, p.nr) == (mr, nr) and p.threads >= 1
+
+
+@pytest.mark.parametrize("avx512, nr", [(True, 32), (False, 16)])
+def test_params_for_host_reads_the_cpu_flags(monkeypatch: pytest.MonkeyPatch, avx512: bool, nr: int) -> None:
+    monkeypatch.setattr(schedules, "_host_has_avx512", lambda: avx512)
+    assert schedules.Params.for_target().nr == nr
+    host = schedules.Params.for_host()
+    assert schedules.Params.for_target("host") == host == schedules.Params.for_target("native")
+
+
+def test_params_for_an_unknown_target_cpu_names_the_known_ones() -> None:
+    known = "known: host, native, x86-64-v4, skylake-avx512"
+    with pytest.raises(xm.ArgumentError, match=f"unknown target_cpu 'skylake-avx5'; {known}"):
+        schedules.Params.for_target("skylake-avx5")
+
+
+def test_equal_params_give_the_same_scheduler_pass() -> None:
+    # The compile cache keys Python passes by id(): a pass per Params value, kept, and
+    # not changed by later changes to the Params it was made from.
+    p = schedules.Params(threads=1, mr=4, nr=8)
+    first = schedules.scheduler(p)
+    assert schedules.scheduler(schedules.Params(threads=1, mr=4, nr=8)) is first
+    assert schedules.scheduler(schedules.Params(threads=1, mr=4, nr=16)) is not first
+    p.nr = 16
+    exe = xm.compile(_matmul(96, 128, 40), xm.Pipeline.default().replace("tiled", first))
+    assert "vector<4x8xf32>" in exe.stages["tiled"] or "vector<4x1x8xf32>" in exe.stages["tiled"]
+
+
 # -- numerics ------------------------------------------------------------------------------------
 
+@all_tiles
 @pytest.mark.parametrize("m, k, n", [
     (64, 64, 64), (100, 70, 48), (7, 300, 160), (130, 257, 32), (6, 1000, 64), (255, 33, 96),
     (1, 4096, 64), (513, 64, 16),
+    (65, 133, 70), (97, 129, 33), (50, 301, 24),  # N not a multiple of NR, odd M and K
 ])
-def test_matmul_matches_numpy(m: int, k: int, n: int) -> None:
-    exe = xm.compile(_matmul(m, k, n))
+def test_matmul_matches_numpy(m: int, k: int, n: int, p: schedules.Params) -> None:
+    exe = _compile(_matmul(m, k, n), p)
     assert _scheduled(exe)
     lhs, rhs = _rand((m, k), 0), _rand((k, n), 1)
     expected = lhs.astype(np.float64) @ rhs.astype(np.float64)
     np.testing.assert_allclose(exe(lhs, rhs), expected, rtol=1e-4, atol=2e-5 * np.sqrt(k) * 10)
 
 
-@pytest.mark.parametrize("m, k, n", [(256, 128, 64), (37, 256, 48), (7, 1200, 32)])
-def test_dense_relu_matches_numpy(m: int, k: int, n: int) -> None:
-    exe = xm.compile(_dense_relu(m, k, n))
+@all_tiles
+@pytest.mark.parametrize("m, k, n", [(256, 128, 64), (37, 256, 48), (7, 1200, 32), (45, 99, 70)])
+def test_dense_relu_matches_numpy(m: int, k: int, n: int, p: schedules.Params) -> None:
+    exe = _compile(_dense_relu(m, k, n), p)
     assert _scheduled(exe)
     x, w, bias = _rand((m, k), 0), _rand((k, n), 1), _rand((n,), 2)
     expected = np.maximum(x.astype(np.float64) @ w + bias, 0)
     np.testing.assert_allclose(exe(x, w, bias), expected, rtol=1e-4, atol=1e-3)
 
 
-def test_epilogues_with_row_broadcasts_scalars_and_matrices() -> None:
-    m, k, n = 50, 200, 64
+def test_default_pipeline_schedules_any_column_count() -> None:
+    # With the host's tile, whichever it is: 48 columns are not a multiple of 32 (AVX-512).
+    exe = xm.compile(_matmul(100, 70, 48))
+    assert _scheduled(exe)
+    lhs, rhs = _rand((100, 70), 0), _rand((70, 48), 1)
+    np.testing.assert_allclose(exe(lhs, rhs), lhs.astype(np.float64) @ rhs, rtol=1e-4, atol=1e-3)
+
+
+@tiles
+def test_epilogues_with_row_broadcasts_scalars_and_matrices(p: schedules.Params) -> None:
+    m, k, n = 50, 200, 72  # 72 columns: the epilogue's operands are sliced per part too
     b = xm.XlaBuilder("epi")
     x = b.parameter(0, xm.Shape.array(xm.F32, (m, k)))
     w = b.parameter(1, xm.Shape.array(xm.F32, (k, n)))
@@ -173,7 +317,7 @@ def test_epilogues_with_row_broadcasts_scalars_and_matrices() -> None:
     other = b.parameter(3, xm.Shape.array(xm.F32, (m, n)))
     y = b.mul(b.dot(x, w), b.broadcast_in_dim(row, (m, n), (0,)))
     y = b.add(b.sub(y, other), b.broadcast(b.constant(np.float32(2)), (m, n)))
-    exe = xm.compile(b.build())
+    exe = _compile(b.build(), p)
     assert _scheduled(exe) and "arith.subf" in exe.stages["tiled"].split("scf.forall (")[-1]
     args = [_rand((m, k), 0), _rand((k, n), 1), _rand((m,), 2), _rand((m, n), 3)]
     expected = (args[0].astype(np.float64) @ args[1]) * args[2][:, None] - args[3] + 2
@@ -194,9 +338,8 @@ def test_product_used_twice_is_not_fused_and_stays_correct() -> None:
 
 
 @pytest.mark.parametrize("m, k, n, dtype", [
-    (64, 64, 40, xm.F32),  # N not a multiple of the panel width
     (64, 64, 64, xm.F64), (64, 64, 64, xm.S32),  # other types
-    (8, 8, 16, xm.F32),  # too small to be worth it
+    (8, 8, 16, xm.F32), (64, 64, 40, xm.F32),  # too small to be worth it
 ])
 def test_unscheduled_matmuls_keep_the_old_path(m: int, k: int, n: int, dtype: xm.PrimitiveType) -> None:
     exe = xm.compile(_matmul(m, k, n, dtype))
@@ -218,19 +361,21 @@ def test_f16_matmul_accumulates_in_the_scheduled_f32_product() -> None:
                                rtol=2e-3, atol=2e-2)
 
 
+@all_tiles
 @pytest.mark.parametrize("batch, hw, c, f, padding", [
     (1, 56, 64, 64, "SAME"), (2, 30, 3, 16, "SAME"), (3, 7, 16, 32, "VALID"), (1, 20, 8, 48, "SAME"),
     (3, 20, 16, 32, "SAME"),  # odd batch: cores split the rows, the padding's copy by rows
+    (2, 20, 16, 8, "SAME"), (1, 14, 8, 33, "SAME"), (1, 16, 8, 24, "VALID"),  # narrow F tiles
 ])
-def test_conv_matches_numpy(batch: int, hw: int, c: int, f: int, padding: str) -> None:
-    exe = xm.compile(_conv(batch, hw, c, f, padding))
+def test_conv_matches_numpy(batch: int, hw: int, c: int, f: int, padding: str, p: schedules.Params) -> None:
+    exe = _compile(_conv(batch, hw, c, f, padding), p)
     assert _scheduled(exe)
     x, k = _rand((batch, hw, hw, c), 0), _rand((3, 3, c, f), 1)
     expected = _numpy_conv(x.astype(np.float64), k.astype(np.float64), padding)
     np.testing.assert_allclose(exe(x, k), expected, rtol=1e-4, atol=1e-3)
 
 
-def test_conv_with_channels_not_a_multiple_of_the_panel_keeps_the_old_path() -> None:
+def test_small_conv_keeps_the_old_path() -> None:
     exe = xm.compile(_conv(1, 12, 8, 24))
     assert not _scheduled(exe)
     x, k = _rand((1, 12, 12, 8), 0), _rand((3, 3, 8, 24), 1)
@@ -261,18 +406,22 @@ def test_matmul_inside_a_while_loop_is_scheduled() -> None:
     np.testing.assert_allclose(exe(xv, wv), expected, rtol=1e-4, atol=1e-5)
 
 
+@tiles
+@pytest.mark.parametrize("n", [96, 70])
 @pytest.mark.parametrize("lhs_contracting, rhs_contracting", [(1, 1), (0, 0), (0, 1)])
-def test_transposed_operands_are_scheduled(lhs_contracting: int, rhs_contracting: int) -> None:
+def test_transposed_operands_are_scheduled(lhs_contracting: int, rhs_contracting: int, n: int,
+                                           p: schedules.Params) -> None:
     # x @ w.T (rhs stored [n, k]) and lhs stored [k, m]: dot_general lowers these to a
-    # linalg.generic reading the operands in place; the schedule packs B from either layout.
-    m, k, n = 130, 200, 96
+    # linalg.generic reading the operands in place; the schedule packs B from either layout
+    # (the narrow panel of N = 70 from rows of B stored [n, k]).
+    m, k = 130, 200
     lhs_shape = (m, k) if lhs_contracting == 1 else (k, m)
     rhs_shape = (k, n) if rhs_contracting == 0 else (n, k)
     b = xm.XlaBuilder("transposed")
     b.dot_general(b.parameter(0, xm.Shape.array(xm.F32, lhs_shape)),
                   b.parameter(1, xm.Shape.array(xm.F32, rhs_shape)),
                   (((lhs_contracting,), (rhs_contracting,)), ((), ())))
-    exe = xm.compile(b.build())
+    exe = _compile(b.build(), p)
     assert _scheduled(exe)
     lhs, rhs = _rand(lhs_shape, 0), _rand(rhs_shape, 1)
     a = lhs if lhs_contracting == 1 else lhs.T

@@ -1,7 +1,7 @@
-"""Lowering of the collective family to calls of the replica runtime (runtime/replicas.py).
+"""Lowering of the collective family to calls of the replica runtime (runtime/replicas/).
 
 The data movement of every collective is one call of a runtime function bound
-at JIT time (the custom-call mechanism of `lowering/custom.py`, with the
+at JIT time (the custom-call mechanism of `lowering/ops/custom.py`, with the
 builtin targets `xlamlir.collective.*`); the runtime exchanges the buffers
 between the replicas (threads in one process, or MPI ranks). The reduction of
 all_reduce and reduce_scatter stays in generated code: the runtime hands back

@@ -215,7 +215,7 @@ def _padded_input(c: _Conv, lhs: ir.Value, t: PrimitiveType) -> ir.Value:
     positive padding, then what negative padding removes is cropped; pure cropping is a
     single extract_slice. Both bufferize to copies. A zero tensor made by linalg.fill
     would be an affine loop nest, which affine-loop-fusion moves past the copy of lhs
-    into it (see lowering/reduce.py); a per-element padding generic would be fused into
+    into it (see lowering/ops/reduce.py); a per-element padding generic would be fused into
     the convolution's loop nest and recomputed for every window position.
     """
     spatial = c.d.input_spatial_dimensions

@@ -167,7 +167,7 @@ def _lane_split_reduce(x: ir.Value, init: ir.Value, kept: Sequence[int], size: i
     The operand is viewed as [*kept, chunks, LANES]: LANES partial results per output
     element start at the combiner's identity, a generic whose innermost (parallel)
     loop runs along the lanes folds every chunk in (plain indexing maps: the
-    schedule in lowering/vectorize.py tiles and vectorizes it, rows across cores),
+    schedule in lowering/passes/vectorize.py tiles and vectorizes it, rows across cores),
     and a last generic folds the lanes into the init value. The init value thus
     still enters every output element exactly once, as in the sequential form, and
     the identity changes no result (only the order of the combinations changes,

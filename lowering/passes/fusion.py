@@ -11,7 +11,7 @@ pass over memory less per user.
 producer generic its own copy, so that the upstream pass that follows in the
 "fused" stage fuses each copy into its consumer (directly, or through a
 `tensor.expand_shape` by expanding the copy's loops: the lane-split reductions
-of lowering/reduce.py read their operand through one). A use is fusable when
+of lowering/ops/reduce.py read their operand through one). A use is fusable when
 its consumer is a linalg.generic reading the value as an input through a
 permutation map (every producer element is recomputed once per consumer, not
 once per element of a broadcast), possibly behind an expand_shape whose users

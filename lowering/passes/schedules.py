@@ -21,7 +21,8 @@ dot_general makes of transposed operands: A stored [K, M], B stored [N, K]):
      thread's block of C while it is still in cache.
   3. Cache tiling [NC panels, MC rows, KC] in the order (n1, k, m) (BLIS: a KC x NC
      block of Bp stays in L2, each NR panel of it in L1 across the rows). When the
-     cores split the columns (N/NR panels divide evenly, KC divides K), B is packed
+     cores split the columns (N/NR panels divide evenly, or nearly: 31 = 16 + 15; KC
+     divides K), B is packed
      a block at a time inside that loop nest (the transpose fused into the k-block
      loop: each core packs only its panels, hot in L2 when used); else rows are split
      and B is packed up front by its own parallel loop. Then
@@ -33,29 +34,41 @@ dot_general makes of transposed operands: A stored [K, M], B stored [N, K]):
      broadcasts and `vector.fma`s; the accumulator's read/write are hoisted out of
      the k loop (`hoist_loop_invariant_subsets`), so it stays in registers.
   5. scf.forall becomes async tasks in the "loops" stage (async-parallel-for).
+When N is not a multiple of NR, the columns past the last whole panel are a second
+part, scheduled the same way with one panel of their own width (`_column_parts`: an
+MR x (N mod NR) register tile on shorter vectors; its packing a plain loop): each part
+reads its slice of B and of the epilogue's operands and writes its columns of C in
+place (extract_slice / insert_slice of the destination, no copy), so no zero padding
+is computed and no padded temporary copied back. Costs one more parallel loop.
 
 Convolution `linalg.conv_2d_nhwc_hwcf` (stride 1, no dilation: the lowering has
 padded the input already): split across cores by batch (or rows), tiled to one
-output row x OWR pixels x F-tile of 16/32 channels x one kernel tap x one input
+output row x OWR pixels x F-tile of NR channels x one kernel tap x one input
 channel, decomposed into 1-D convolutions (`transform.structured.decompose`) and
 vectorized: each step is again an outer product (OWR input pixels x F-tile kernel
-row), accumulated in registers over the 3 x 3 x C reduction. No im2col copy.
+row), accumulated in registers over the 3 x 3 x C reduction. No im2col copy. The
+last F-tile (F mod NR channels) and the last OWR-pixel tile are peeled, so they are
+static too and vectorize on shorter vectors.
 
-Anything else (other types, dynamic or small shapes, N not a multiple of the
-panel width, batch matmuls, other conv layouts) keeps the generic path.
-Imports nothing of ours at import time.
+The tiles: `Params.for_target(cpu)` (8 x 32 with AVX-512, 6 x 16 else; "host" reads
+/proc/cpuinfo, which is what the default pipeline uses, `PARAMS`). Any MR and NR work,
+for any N and F. Anything else (other types, dynamic or small shapes, batch matmuls,
+other conv layouts) keeps the generic path.
+Imports `dialect`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, replace
 from typing import Any
 
 from mlir import ir
 from mlir.dialects import arith, bufferization, linalg, tensor
 from mlir.dialects.transform import interpreter
+
+from ...dialect.errors import ArgumentError
 
 TAG = "xlamlir.schedule"  # marks the ops a script handles, by index
 ANY = "!transform.any_op"
@@ -81,9 +94,33 @@ def _host_has_avx512() -> bool:
     return False
 
 
+# LLVM's x86 CPU names (`llc -mcpu=help`, LLVM 21) by whether LLVM gives them 512-bit
+# registers (found by compiling a <16 x float> add for each and looking for zmm); "host"
+# reads /proc/cpuinfo instead. AMD's Zen 4 runs AVX-512 on 256-bit units, but a zmm
+# FMA still does the work of two ymm ones per instruction, so it takes the wide tile.
+AVX512_CPUS = tuple("""
+    x86-64-v4 skylake-avx512 skylake_avx512 skx cascadelake cooperlake cannonlake icelake-client
+    icelake_client icelake-server icelake_server tigerlake rocketlake sapphirerapids emeraldrapids
+    graniterapids graniterapids-d graniterapids_d diamondrapids novalake knl knm mic_avx512
+    znver4 znver5""".split())
+# The rest: AVX2/AVX (16-wide vectors in two ymm), and SSE-only ones (LLVM splits them
+# into four xmm: correct, not tuned).
+OTHER_CPUS = tuple("""
+    x86-64-v3 x86-64-v2 x86-64 generic haswell broadwell skylake alderlake raptorlake meteorlake
+    arrowlake arrowlake-s arrowlake_s lunarlake pantherlake wildcatlake gracemont sierraforest
+    grandridge clearwaterforest sandybridge ivybridge core-avx-i core-avx2 corei7-avx
+    core_2nd_gen_avx core_3rd_gen_avx core_4th_gen_avx core_4th_gen_avx_tsx core_5th_gen_avx
+    core_5th_gen_avx_tsx znver1 znver2 znver3 bdver1 bdver2 bdver3 bdver4 btver1 btver2
+    amdfam10 barcelona nehalem westmere corei7 core_i7_sse4_2 core_aes_pclmulqdq core2
+    core_2_duo_sse4_1 core_2_duo_ssse3 penryn nocona prescott yonah atom atom_sse4_2
+    atom_sse4_2_movbe bonnell silvermont slm goldmont goldmont-plus goldmont_plus tremont
+    k8 k8-sse3 opteron opteron-sse3 athlon64 athlon64-sse3 athlon-fx""".split())
+
+
 @dataclass
 class Params:
-    """Tile sizes. `mr` x `nr` is the register tile (nr = two vector registers)."""
+    """Tile sizes. `mr` x `nr` is the register tile (nr = two vector registers); any
+    nr works (N and F need not be multiples of it: the rest is a narrower panel)."""
 
     threads: int
     mr: int
@@ -93,11 +130,27 @@ class Params:
     kc: int = 256  # depth of a cache block
 
     @classmethod
-    def for_host(cls) -> Params:
+    def for_target(cls, target_cpu: str = "host") -> Params:
+        """The tiles for an LLVM CPU name: 8 x 32 (16 zmm accumulators) where it has
+        AVX-512 (`AVX512_CPUS`), else 6 x 16 (12 ymm with AVX2; `OTHER_CPUS`). "host"
+        (or "native") reads /proc/cpuinfo. Threads: the cores this process may run on.
+        A name in neither list raises ArgumentError (naming the known ones)."""
         threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        if _host_has_avx512():
+        name = target_cpu.strip().lower() if isinstance(target_cpu, str) else target_cpu
+        if name in ("host", "native"):
+            wide = _host_has_avx512()
+        elif name in AVX512_CPUS or name in OTHER_CPUS:
+            wide = name in AVX512_CPUS
+        else:
+            raise ArgumentError(f"unknown target_cpu {target_cpu!r}; known: host, native, "
+                                + ", ".join(AVX512_CPUS + OTHER_CPUS))
+        if wide:
             return cls(threads=threads, mr=8, nr=32)  # 16 zmm accumulators of 32
         return cls(threads=threads, mr=6, nr=16)  # 12 ymm accumulators of 16
+
+    @classmethod
+    def for_host(cls) -> Params:
+        return cls.for_target("host")
 
 
 PARAMS = Params.for_host()
@@ -185,7 +238,7 @@ _B_MAPS = {"(d0, d1, d2) -> (d2, d1)": False, "(d0, d1, d2) -> (d1, d2)": True}
 def _matmul_layout(op: Any) -> tuple[bool, bool] | None:
     """(A transposed, B transposed) of C[m, n] += A[m, k] B[k, n] with A stored [m, k] or
     [k, m] and B [k, n] or [n, k]: linalg.matmul, or the generic dot_general lowers
-    transposed operands to (lowering/dot.py); None for anything else."""
+    transposed operands to (lowering/ops/dot.py); None for anything else."""
     if op.name == "linalg.matmul":
         return None if "indexing_maps" in op.attributes else (False, False)
     if op.name != "linalg.generic" or len(op.operands) != 3 or len(op.results) != 1:
@@ -216,7 +269,7 @@ def _matmul_plan(mm: Any, p: Params) -> tuple[int, int, int] | None:
         return None
     m, n = _shape(mm.operands[2])
     k = _shape(mm.operands[0])[0 if layout[0] else 1]
-    if n % p.nr or 2 * m * n * k < MIN_FLOPS or min(m, n, k) == 0:
+    if 2 * m * n * k < MIN_FLOPS or min(m, n, k) == 0:
         return None
     return m, n, k
 
@@ -229,10 +282,38 @@ def _expand_n(value: ir.Value, dims: list[int], at: int, nr: int) -> ir.Value:
     return tensor.expand_shape(ir.RankedTensorType.get(new, element), value, reassociation, [], new)
 
 
-def _rewrite_epilogue(ep: Any, product: ir.Value, product3: ir.Value, nr: int, index: int) -> None:
-    """The 2-D elementwise `ep` as a 3-D generic over (m, n1, n0) on the [M, N/nr, nr]
-    views that updates the product in place (its init; the product is no input)."""
+def _column_parts(n: int, nr: int) -> list[tuple[int, int, int]]:
+    """(first column, columns, panel width) of each part of an N-wide product: the whole
+    nr-wide panels, then the rest as one narrower panel (its register tile is MR x rest:
+    the same code, on shorter vectors)."""
+    main = n - n % nr
+    return ([(0, main, nr)] if main else []) + ([(main, n - main, n - main)] if n % nr else [])
+
+
+def _slice(value: ir.Value, at: int, start: int, size: int) -> ir.Value:
+    """`value[..., start:start + size, ...]` along dimension `at` (itself if that is all of it)."""
+    dims = _shape(value)
+    if start == 0 and size == dims[at]:
+        return value
+    sizes = dims[:at] + [size] + dims[at + 1:]
+    offsets = [start if i == at else 0 for i in range(len(dims))]
+    result = ir.RankedTensorType.get(sizes, ir.RankedTensorType(value.type).element_type)
+    return tensor.extract_slice(result, value, [], [], [], offsets, sizes, [1] * len(dims))
+
+
+def _insert_columns(part: ir.Value, dest: ir.Value, start: int) -> ir.Value:
+    sizes = _shape(part)
+    return tensor.insert_slice(part, dest, [], [], [], [0, start], sizes, [1, 1])
+
+
+def _rewrite_epilogue(ep: Any, product: ir.Value, product3: ir.Value, start: int, nr: int,
+                      index: int) -> Any:
+    """The 2-D elementwise `ep` (consumed: the caller passes a copy per part) as a 3-D
+    generic over (m, n1, n0) on the [M, columns / nr, nr] views of the part of its
+    operands from column `start` on, that updates the product in place (its init; the
+    product is no input)."""
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(ep.attributes["indexing_maps"])]
+    columns = _shape(product3)[1] * nr
     n_in = len(ep.operands) - 1
     d0, d1, d2 = (ir.AffineDimExpr.get(i) for i in range(3))
     inputs, new_maps, kept = [], [], []
@@ -242,7 +323,9 @@ def _rewrite_epilogue(ep: Any, product: ir.Value, product3: ir.Value, nr: int, i
             continue
         kept.append(i)
         if "d1" in results:
-            inputs.append(_expand_n(operand, _shape(operand), results.index("d1"), nr))
+            at = results.index("d1")
+            inputs.append(_expand_n(_slice(operand, at, start, columns), _shape(operand)[:at] + [columns]
+                                    + _shape(operand)[at + 1:], at, nr))
         else:
             inputs.append(operand)
         exprs = []
@@ -261,55 +344,67 @@ def _rewrite_epilogue(ep: Any, product: ir.Value, product3: ir.Value, nr: int, i
     for inner in list(old_block.operations):
         new_block.append(inner)
     op.operation.attributes[TAG + ".epilogue"] = _i64(index)
-    collapsed = tensor.collapse_shape(ep.results[0].type, op.results[0], [[0], [1, 2]])
-    ep.results[0].replace_all_uses_with(collapsed)
     ep.erase()
+    return op
 
 
-def _pack_matmul(mm: Any, index: int, p: Params) -> bool:
-    """Step 1 (and 2's rewrite) of the module docstring; True if an epilogue was fused."""
+def _pack_matmul(mm: Any, first: int, p: Params) -> list[tuple[int, int, int, bool]]:
+    """Steps 1 and 2's rewrite of the module docstring, once per column part
+    (`_column_parts`): (script index, columns, panel width, epilogue fused) of each part, numbered
+    from `first`. The parts are extracted from and inserted back into the destination,
+    so they are computed in place."""
     a, b, init = mm.operands[0], mm.operands[1], mm.operands[2]
     a_transposed, b_transposed = _matmul_layout(mm) or (False, False)
     fill = init.owner
     m, n = _shape(init)
     k = _shape(a)[0 if a_transposed else 1]
-    nr, n1 = p.nr, n // p.nr
     f32 = ir.F32Type.get()
     ep = _epilogue(mm)
-    with ir.InsertionPoint(mm), mm.location:
-        if b_transposed:  # B stored [n, k]: [n1, nr, k] -> [n1, k, nr]
-            b3, permutation = _expand_n(b, [n, k], 0, nr), [0, 2, 1]
-        else:  # B stored [k, n]: [k, n1, nr] -> [n1, k, nr]
-            b3, permutation = _expand_n(b, [k, n], 1, nr), [1, 0, 2]
-        bp = _result(linalg.transpose(b3, outs=[tensor.EmptyOp([n1, k, nr], f32).result],
-                                      permutation=permutation))
-        bp.owner.attributes[TAG + ".pack"] = _i64(index)
+    parts = _column_parts(n, p.nr)
+    done: list[tuple[int, int, int, bool]] = []
+    with ir.InsertionPoint(ep if ep is not None else mm), mm.location:
         # The product is computed in its consumer's destination (in place: the epilogue
         # reads each element once, where it writes it), else in the fill's.
         dest = ep.operands[len(ep.operands) - 1] if ep is not None else fill.operands[1]
-        dest3 = _expand_n(dest, [m, n], 1, nr)
-        c3 = _result(linalg.fill(fill.operands[0], outs=[dest3]))
-        d = [ir.AffineDimExpr.get(i) for i in range(4)]
-        # Loops (n1, m, n0, k): the unit n1 tile leads, so a register tile's vector
-        # contraction drops it and lowers to outer products (MR broadcasts + fmas).
-        a_map = [d[3], d[1]] if a_transposed else [d[1], d[3]]
-        maps = [ir.AffineMap.get(4, 0, a_map), ir.AffineMap.get(4, 0, [d[0], d[3], d[2]]),
-                ir.AffineMap.get(4, 0, [d[1], d[0], d[2]])]
-        op = linalg.GenericOp_([a, bp], [c3], maps, ["parallel"] * 3 + ["reduction"])
-        with ir.InsertionPoint(op.regions[0].blocks[0]):
-            x, y, acc = op.regions[0].blocks[0].arguments
-            linalg.YieldOp([arith.addf(acc, arith.mulf(x, y))])
-        op.operation.attributes[TAG] = _i64(index)
-        product = tensor.collapse_shape(mm.results[0].type, op.results[0], [[0], [1, 2]])
-    mm.results[0].replace_all_uses_with(product)
+        if len(parts) > 1 and not isinstance(dest.owner, ir.Block) and dest.owner.name == "tensor.empty":
+            # Our own, used by the parts only: `_write_into_outputs` may make it the output.
+            dest = tensor.EmptyOp([m, n], f32).result
+            dest.owner.attributes[TAG + ".dest"] = _i64(first)
+        for index, (start, columns, nr) in enumerate(parts, first):
+            if b_transposed:  # B stored [n, k]: [n1, nr, k] -> [n1, k, nr]
+                b3, permutation = _expand_n(_slice(b, 0, start, columns), [columns, k], 0, nr), [0, 2, 1]
+            else:  # B stored [k, n]: [k, n1, nr] -> [n1, k, nr]
+                b3, permutation = _expand_n(_slice(b, 1, start, columns), [k, columns], 1, nr), [1, 0, 2]
+            bp = _result(linalg.transpose(b3, outs=[tensor.EmptyOp([columns // nr, k, nr], f32).result],
+                                          permutation=permutation))
+            bp.owner.attributes[TAG + ".pack"] = _i64(index)
+            c3 = _result(linalg.fill(fill.operands[0], outs=[
+                _expand_n(_slice(dest, 1, start, columns), [m, columns], 1, nr)]))
+            d = [ir.AffineDimExpr.get(i) for i in range(4)]
+            # Loops (n1, m, n0, k): the unit n1 tile leads, so a register tile's vector
+            # contraction drops it and lowers to outer products (MR broadcasts + fmas).
+            a_map = [d[3], d[1]] if a_transposed else [d[1], d[3]]
+            maps = [ir.AffineMap.get(4, 0, a_map), ir.AffineMap.get(4, 0, [d[0], d[3], d[2]]),
+                    ir.AffineMap.get(4, 0, [d[1], d[0], d[2]])]
+            op = linalg.GenericOp_([a, bp], [c3], maps, ["parallel"] * 3 + ["reduction"])
+            with ir.InsertionPoint(op.regions[0].blocks[0]):
+                x, y, acc = op.regions[0].blocks[0].arguments
+                linalg.YieldOp([arith.addf(acc, arith.mulf(x, y))])
+            op.operation.attributes[TAG] = _i64(index)
+            part = op.results[0]
+            if ep is not None:
+                copy = ep.operation.clone()
+                part = _rewrite_epilogue(copy, mm.results[0], part, start, nr, index).results[0]
+            part = tensor.collapse_shape(ir.RankedTensorType.get([m, columns], f32), part, [[0], [1, 2]])
+            dest = part if len(parts) == 1 else _insert_columns(part, dest, start)
+            done.append((index, columns, nr, ep is not None))
+    (ep if ep is not None else mm).results[0].replace_all_uses_with(dest)
+    if ep is not None:
+        ep.erase()
     mm.erase()
     if not list(fill.results[0].uses):
         fill.erase()
-    if ep is None:
-        return False
-    with ir.InsertionPoint(ep), ep.location:
-        _rewrite_epilogue(ep, product, op.results[0], nr, index)
-    return True
+    return done
 
 
 # Script lines. Each helper returns one transform op; handles are named by the caller.
@@ -359,17 +454,22 @@ def _lines(*lines: str) -> str:
 def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: bool) -> str:
     m, n, k = shape
     t_m, t_n1 = m, n // p.nr
-    # Cores take column panels when they divide evenly: each then packs just its own
-    # panels, a cache block at a time, right where the block is used (hot in L2), with
-    # no second parallel loop. Else rows, with B packed by its own parallel loop first.
+    # Cores take column panels when they divide (nearly) evenly: each then packs just its
+    # own panels, a cache block at a time, right where the block is used (hot in L2), with
+    # no second parallel loop. Else rows, with B packed by its own parallel loop first
+    # (measured at N = 992, 31 panels: 25-40% more CPU time than the column split).
     threads = _thread_split(t_n1, p.threads, 1)
+    per_core = t_n1 // threads
+    if threads == 1 and 8 * (-t_n1 % p.threads) <= t_n1:
+        # Nearly even: the last core takes fewer panels (31 = 16 + 15), waiting < 1/8.
+        threads, per_core = p.threads, -(-t_n1 // p.threads)
     # Packing per block needs whole KC blocks (static shapes): KC dividing K.
     kc = _divisor_at_most(k, p.kc)
     fused_pack = (threads > 1 or p.threads == 1) and (kc == k or kc >= p.kc // 4)
     if not fused_pack:
         kc = p.kc
     if fused_pack:
-        t_n1 //= threads
+        t_n1 = per_core
     else:
         threads = _thread_split(m, p.threads, 2 * p.mr)
         t_m //= threads
@@ -399,9 +499,13 @@ def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: boo
         f"%fill{i} = transform.get_producer_of_operand %g{i}[2] : ({ANY}) -> {ANY}",
         _match(f"%pk{i}", "linalg.transpose", f"{TAG}.pack", i),
         *([] if fused_pack else [
-            # Packing B: parallel over panels, vectorized k_pack rows x one panel at a time.
-            _tile_forall(f"%pkt{i}", f"%pkf{i}", f"%pk{i}", f"num_threads [{p.threads}, 0, 0]"),
-            _tile_for(f"%pkt2_{i}", f"%pkl{i}", f"%pkt{i}", [1, k_pack, 0]),
+            # Packing B: parallel over panels (when there are enough: a single narrow
+            # remainder panel is not worth a parallel loop), vectorized k_pack rows x one
+            # panel at a time.
+            _tile_forall(f"%pkt{i}", f"%pkf{i}", f"%pk{i}", f"num_threads [{p.threads}, 0, 0]")
+            if n // p.nr >= p.threads else "",
+            _tile_for(f"%pkt2_{i}", f"%pkl{i}", f"%pkt{i}" if n // p.nr >= p.threads else f"%pk{i}",
+                      [1, k_pack, 0]),
             f"transform.structured.vectorize %pkt2_{i} vector_sizes [1, {k_pack}, {p.nr}] : {ANY}"]),
         *root,
         # Loops (n1, m, n0, k): cache blocks in the order (n1, k, m), then register tiles.
@@ -474,7 +578,7 @@ def _conv_plan(conv: Any, p: Params) -> tuple[int, ...] | None:
         return None
     n, oh, ow, f = _shape(conv.operands[2])
     kh, kw, c, _ = _shape(conv.operands[1])
-    if f % p.nr or 2 * n * oh * ow * f * kh * kw * c < MIN_FLOPS or min(n, oh, ow, c) == 0:
+    if 2 * n * oh * ow * f * kh * kw * c < MIN_FLOPS or min(n, oh, ow, c) == 0:
         return None
     return n, oh, ow, f, kh, kw, c
 
@@ -488,7 +592,7 @@ def _zero_splat(value: ir.Value) -> bool:
 
 
 def _prepare_padding(conv: Any, index: int) -> bool:
-    """The padded input `insert_slice x into dense<0>` (lowering/conv.py) as an insert into a
+    """The padded input `insert_slice x into dense<0>` (lowering/ops/convolution.py) as an insert into a
     linalg.fill: the script vectorizes the fill and makes the insert a copy (bufferized, the
     constant would be a copy of a zero global and the insert a strided element copy)."""
     ins = conv.operands[0].owner
@@ -529,24 +633,30 @@ def _conv_script(i: int, p: Params, shape: tuple[int, ...]) -> str:
         threads = _thread_split(oh, p.threads, 2)
         split = [0, oh // threads, 0, 0, 0, 0, 0]
     owr = min(p.mr, ow)
+    fr = min(p.nr, f)  # channels per register tile; the rest of F is a peeled narrower tile
     return _lines(
         f"// conv {i}: NHWC {n}x{oh}x{ow} -> {f} channels, kernel {kh}x{kw}x{c}, {threads} threads, "
-        f"registers {owr} pixels x {p.nr} channels",
+        f"registers {owr} pixels x {fr} channels",
         _match(f"%cv{i}", "linalg.conv_2d_nhwc_hwcf", TAG, i),
         f"%cfill{i} = transform.get_producer_of_operand %cv{i}[2] : ({ANY}) -> {ANY}",
         _tile_forall(f"%ct0_{i}", f"%forall{i}a", f"%cv{i}", f"tile_sizes {split}"),
         _fuse(f"%cf0_{i}", f"%forall{i}", f"%cfill{i}", f"%forall{i}a"),
         # Loops (n, oh, ow, f, kh, kw, c) in the order n, oh, f, ow, kh, kw, c: one output row
         # and channel panel, owr pixels, reduced over the window and input channels.
-        _tile_for(f"%ct1_{i}", f"%cl{i}", f"%ct0_{i}", [1, 1, owr, p.nr, 1, 1, 1], [0, 1, 3, 2, 4, 5, 6]),
-        _tile_for(f"%cf1_{i}", f"%cfl{i}", f"%cf0_{i}", [1, 1, 1, p.nr]),
+        _tile_for(f"%ct1_{i}", f"%cl{i}", f"%ct0_{i}", [1, 1, owr, fr, 1, 1, 1], [0, 1, 3, 2, 4, 5, 6]),
+        _tile_for(f"%cf1_{i}", f"%cfl{i}", f"%cf0_{i}", [1, 1, 1, fr]),
+        # Inner loop first: peeling the channel loop copies it (and invalidates its handle).
         _peel(f"%cl{i}#3", f"ow{i}") if ow % owr else "",
+        _peel(f"%cl{i}#2", f"f{i}") if f % fr else "",
+        _peel(f"%cfl{i}#3", f"ff{i}") if f % fr else "",
         _CANONICALIZE_LOOPS.format(h=f"%forall{i}"),
         _match(f"%convs{i}", "linalg.conv_2d_nhwc_hwcf", TAG, i, f"%forall{i}"),
         # Unit output row and kernel row: a 1-D convolution, which the vectorizer handles.
         f"%conv1d{i} = transform.structured.decompose %convs{i} : ({ANY}) -> {ANY}",
         f"transform.structured.vectorize %conv1d{i} : {ANY}",
-        f"transform.structured.vectorize %cf1_{i} : {ANY}",
+        # The fill's tiles matched again: peeling invalidated the handle to them.
+        f'%cfills{i} = transform.structured.match ops{{["linalg.fill"]}} in %forall{i} : ({ANY}) -> {ANY}',
+        f"transform.structured.vectorize %cfills{i} : {ANY}",
         _LOWER_VECTORS.format(h=f"%forall{i}", i=i),
     )
 
@@ -555,7 +665,13 @@ def _conv_script(i: int, p: Params, shape: tuple[int, ...]) -> str:
 
 _HEADER = """module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {"""
+# Canonicalized at the end: the ops the fusions left dead (a fill fused into a forall
+# stays outside too) would make one-shot-bufferize copy; so a stage of the scheduler
+# alone (`Pipeline.replace("tiled", scheduler(...))`) bufferizes as well as the default.
 _FOOTER = """
+    transform.apply_patterns to %root {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
     transform.yield
   }
 }
@@ -583,10 +699,13 @@ def _write_into_outputs(func: Any) -> None:
                 break
             if owner.name in ("tensor.expand_shape", "tensor.collapse_shape"):
                 value, reshaped = owner.operands[0], True
+            elif owner.name == "tensor.insert_slice":  # the column parts, inserted in turn
+                value, reshaped = owner.operands[1], True
             elif owner.name in ("linalg.generic", "linalg.fill"):
                 value = owner.operands[len(owner.operands) - len(owner.results) + value.result_number]
             elif owner.name == "tensor.empty":
-                if reshaped and value.type == source.type and len(list(value.uses)) == 1:
+                ours = TAG + ".dest" in owner.attributes  # used by the column parts only
+                if reshaped and value.type == source.type and (len(list(value.uses)) == 1 or ours):
                     with ir.InsertionPoint(owner), owner.location:
                         out = bufferization.to_tensor(value.type, dest, restrict=True, writable=True)
                     value.replace_all_uses_with(out)
@@ -619,14 +738,24 @@ def schedule_contractions(op: Any, pass_: Any) -> None:
     _schedule(op, PARAMS)
 
 
+_schedulers: dict[tuple[int, ...], Callable[[Any, Any], None]] = {}
+
+
 def scheduler(params: Params) -> Callable[[Any, Any], None]:
     """A "tiled" stage pass with other tile sizes or thread counts, e.g.
-    `Pipeline.default().replace("tiled", scheduler(Params(threads=1, mr=4, nr=16)))`."""
+    `Pipeline.default().replace("tiled", scheduler(Params.for_target("znver4")))` or
+    `scheduler(Params(threads=1, mr=4, nr=16))`. Equal Params give the same pass (kept
+    for good): the compile cache knows Python passes by id(), which a dropped pass's
+    successor could otherwise reuse, hitting executables tiled for other Params."""
+    key = astuple(params)
+    if key not in _schedulers:
+        fixed = replace(params)  # later changes to `params` do not reach the pass
 
-    def schedule_contractions_with(op: Any, pass_: Any) -> None:
-        _schedule(op, params)
+        def schedule_contractions_with(op: Any, pass_: Any) -> None:
+            _schedule(op, fixed)
 
-    return schedule_contractions_with
+        _schedulers[key] = schedule_contractions_with
+    return _schedulers[key]
 
 
 def _schedule(op: Any, p: Params) -> None:
@@ -653,17 +782,31 @@ def _schedule(op: Any, p: Params) -> None:
         backup.erase()
 
 
+def _part_params(p: Params, nr: int, columns: int, n: int) -> Params:
+    """The Params of a part of the columns (`_column_parts`). A narrow part small enough
+    that running it on one core leaves the others idle for under 1/16 of the product's
+    time (columns x threads <= N / 16) runs on one core: that saves its parallel loop
+    (async coroutines in LLVM: ~100-300 ms of compile time measured for N = 1000)."""
+    small = 16 * columns * p.threads <= n
+    return replace(p, nr=nr, threads=1 if nr != p.nr and small else p.threads)
+
+
 def _apply(op: Any, found: list[tuple[Any, tuple[int, ...]]], p: Params, parts: list[str]) -> None:
     with op.context, ir.Location.unknown():
-        for i, (target, shape) in enumerate(found):
+        index = 0
+        for target, shape in found:
             if target.name != "linalg.conv_2d_nhwc_hwcf":
-                fused = _pack_matmul(target, i, p)
-                parts.append(_matmul_script(i, p, shape, fused))
+                m, _, k = shape
+                for i, columns, nr, fused in _pack_matmul(target, index, p):
+                    part = _part_params(p, nr, columns, shape[1])
+                    parts.append(_matmul_script(i, part, (m, columns, k), fused))
+                    index = i + 1
             else:
-                target.attributes[TAG] = _i64(i)
-                if _prepare_padding(target, i):
-                    parts.append(_padding_script(i))
-                parts.append(_conv_script(i, p, shape))
+                target.attributes[TAG] = _i64(index)
+                if _prepare_padding(target, index):
+                    parts.append(_padding_script(index))
+                parts.append(_conv_script(index, p, shape))
+                index += 1
         _write_into_outputs(op)
         text = _HEADER + "".join(parts) + _FOOTER
         _last_script[0] = text
@@ -674,7 +817,7 @@ def _apply(op: Any, found: list[tuple[Any, tuple[int, ...]]], p: Params, parts: 
 
 def _strip_tags(op: Any) -> None:
     def visit(inner: Any) -> ir.WalkResult:
-        for name in (TAG, TAG + ".pack", TAG + ".epilogue"):
+        for name in (TAG, TAG + ".pack", TAG + ".epilogue", TAG + ".dest"):
             if name in inner.attributes:
                 del inner.attributes[name]
         return ir.WalkResult.ADVANCE

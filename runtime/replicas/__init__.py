@@ -4,9 +4,23 @@
 `builtins` are the targets the compiled collectives call. Imports `dialect`, `lowering`.
 """
 
-from .builtins import collective_builtins
-from .communicators import COLLECTIVE_TIMEOUT, CollectiveAborted, CollectiveError, ReplicaContext
-from .execution import check_collectives, execute_replicated
+# Seconds a collective waits for its peers. None: XLAMLIR_COLLECTIVE_TIMEOUT as the environment
+# holds it when the replicas start (default 60). Both are read then, not at import, so setting
+# either after `import xlamlir` takes effect on the next run (`communicators.collective_timeout`).
+COLLECTIVE_TIMEOUT: float | None = None
+
+from .builtins import collective_builtins  # noqa: E402  (after the setting it reads)
+from .communicators import (  # noqa: E402
+    CollectiveAborted,
+    CollectiveError,
+    ReplicaContext,
+    collective_timeout,
+    locate,
+    located,
+)
+from .execution import check_collectives, execute_replicated  # noqa: E402
+from .threads import ThreadCommunicator  # noqa: E402
 
 __all__ = ["COLLECTIVE_TIMEOUT", "CollectiveAborted", "CollectiveError", "ReplicaContext",
-           "check_collectives", "collective_builtins", "execute_replicated"]
+           "ThreadCommunicator", "check_collectives", "collective_builtins", "collective_timeout",
+           "execute_replicated", "locate", "located"]

@@ -3,7 +3,7 @@
 `ReplicaContext` a running replica carries, the collectives' errors and group lookup.
 
 Bounded waits: a replica waits at most `timeout` seconds (default
-`COLLECTIVE_TIMEOUT`, or `XLAMLIR_COLLECTIVE_TIMEOUT` in the environment) for
+`collective_timeout()`: `COLLECTIVE_TIMEOUT` or `XLAMLIR_COLLECTIVE_TIMEOUT`) for
 the rest of its group. When a wait times out or a replica raises, the
 communicator is aborted: every replica still waiting, and every later
 collective, fails at once with `CollectiveError`, so no replica hangs. (A
@@ -16,15 +16,32 @@ could therefore still spin.) Imports `dialect`.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-from ...dialect.errors import XlaError
+from ...dialect.errors import ArgumentError, XlaError
 
-COLLECTIVE_TIMEOUT = float(os.environ.get("XLAMLIR_COLLECTIVE_TIMEOUT", "60"))
+
+def collective_timeout() -> float:
+    """The default wait: the package's `COLLECTIVE_TIMEOUT` if set (users set it as
+    `xlamlir.runtime.replicas.COLLECTIVE_TIMEOUT`), else `XLAMLIR_COLLECTIVE_TIMEOUT`, else 60 s.
+    Both are read here, when replicas start, not at import."""
+    # The package, looked up when called (not imported: it imports this module).
+    setting = sys.modules[__package__].COLLECTIVE_TIMEOUT
+    if setting is not None:
+        return float(setting)
+    text = os.environ.get("XLAMLIR_COLLECTIVE_TIMEOUT", "").strip()
+    if not text:
+        return 60.0
+    try:
+        return float(text)
+    except ValueError:
+        raise ArgumentError(f"XLAMLIR_COLLECTIVE_TIMEOUT must be a number of seconds, got "
+                            f"{text!r}") from None
 
 
 class CollectiveError(XlaError, RuntimeError):

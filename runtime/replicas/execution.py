@@ -62,7 +62,7 @@ def execute_replicated(self: Any, per_replica_args: Sequence[Sequence[Any]],
                        timeout: float | None = None) -> list[Any]:
     """Run the executable's `num_replicas` replicas concurrently, one thread each, replica i
     on `per_replica_args[i]`; the results, one per replica. A collective waits at most
-    `timeout` seconds (default `COLLECTIVE_TIMEOUT`) for its peers; if any replica fails,
+    `timeout` seconds (default `collective_timeout()`) for its peers; if any replica fails,
     every replica stops waiting and the first replica's error is raised."""
     n = self.num_replicas
     if isinstance(per_replica_args, (str, bytes, np.ndarray)) or not isinstance(

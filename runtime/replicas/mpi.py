@@ -14,7 +14,7 @@ onto an MPI collective of a communicator split per replica group:
 
 The reductions of all_reduce and reduce_scatter run in the compiled code, in group
 order, so every rank of a group gets bit-identical results for any computation.
-Waits are bounded as in-process ones (`runtime.replicas.communicators.COLLECTIVE_TIMEOUT`): a
+Waits are bounded as in-process ones (`runtime.replicas.collective_timeout()`): a
 rank whose peers never arrive raises `CollectiveError` instead of hanging. Its
 MPI request is then abandoned, so the job should end: `xm.distributed.abort()`
 ends every rank at once (MPI_Abort).
@@ -32,10 +32,10 @@ import numpy as np
 
 from ...dialect.errors import ArgumentError
 from .communicators import (
-    COLLECTIVE_TIMEOUT,
     CollectiveAborted,
     CollectiveError,
     ReplicaContext,
+    collective_timeout,
     locate,
     located,
 )
@@ -133,7 +133,7 @@ class MpiCommunicator:
 
     def __init__(self, comm: Any, timeout: float | None = None) -> None:
         self.comm = comm
-        self.timeout = COLLECTIVE_TIMEOUT if timeout is None else float(timeout)
+        self.timeout = collective_timeout() if timeout is None else float(timeout)
         self.aborted: str | None = None
 
     def abort(self, reason: str) -> None:

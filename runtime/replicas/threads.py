@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .communicators import COLLECTIVE_TIMEOUT, CollectiveAborted, CollectiveError, locate, located
+from .communicators import CollectiveAborted, CollectiveError, collective_timeout, locate, located
 
 
 class _Slot:
@@ -33,7 +33,7 @@ class ThreadCommunicator:
 
     def __init__(self, num_replicas: int, timeout: float | None = None) -> None:
         self.num_replicas = num_replicas
-        self.timeout = COLLECTIVE_TIMEOUT if timeout is None else float(timeout)
+        self.timeout = collective_timeout() if timeout is None else float(timeout)
         self._cond = threading.Condition()
         self._slots: dict[tuple[Any, ...], _Slot] = {}
         self._counts: dict[tuple[Any, ...], int] = {}

@@ -1,0 +1,83 @@
+"""Dense constants -> numpy arrays with their exact bits.
+
+jaxlib converts a DenseElementsAttr to numpy only for the standard int and float types: bf16,
+f16, complex and i1 fail, and a complex attribute cannot even be fetched. Those are read from
+the printed literal instead: `dense<"0x...">` holds the raw little-endian bytes, the other form
+lists the values (non-finite floats as their hex bit patterns).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from ..dialect.element_types import PrimitiveType, dtype_of
+from ..dialect.shape import Shape
+from .types import Unsupported
+
+_FAST = {PrimitiveType.S8, PrimitiveType.S16, PrimitiveType.S32, PrimitiveType.S64,
+         PrimitiveType.U8, PrimitiveType.U16, PrimitiveType.U32, PrimitiveType.U64,
+         PrimitiveType.F32, PrimitiveType.F64}
+_TOKEN = re.compile(r"true|false|0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
+_DENSE = re.compile(r"dense<(.*?)>\s*:", re.S)
+
+
+def dense_array(op: Any, shape: Shape, attr_name: str = "value") -> np.ndarray:
+    """The value of `op`'s dense elements attribute `attr_name`, as an array of `shape`."""
+    dtype = dtype_of(shape.element_type)
+    if shape.element_type in _FAST:
+        try:
+            array = np.array(op.attributes[attr_name])
+        except Exception:  # noqa: BLE001 - unsupported by jaxlib: read the text below
+            array = None
+        if array is not None and array.dtype == dtype and array.size == int(np.prod(shape.dimensions)):
+            return array.reshape(shape.dimensions)
+    try:
+        text = str(op.attributes[attr_name])
+    except Exception:  # noqa: BLE001 - a complex attribute cannot be fetched: print the op
+        text = op.operation.get_asm(print_generic_op_form=True)
+    match = _DENSE.search(text)
+    if match is None:
+        raise Unsupported(f"the constant {text[:80]!r} is not a dense elements literal "
+                          "(dense_resource or elided constants are not supported)")
+    return literal_array(match.group(1).strip(), shape)
+
+
+def literal_array(literal: str, shape: Shape) -> np.ndarray:
+    """The array of `shape` that the body of a `dense<...>` literal denotes."""
+    dtype = dtype_of(shape.element_type)
+    count = int(np.prod(shape.dimensions, dtype=np.int64))
+    if literal.startswith('"0x'):
+        data = bytes.fromhex(literal[3:-1])
+        if dtype == np.bool_:
+            flat = np.frombuffer(data, np.uint8) != 0
+        else:
+            flat = np.frombuffer(data, dtype)
+    else:
+        flat = _values(_TOKEN.findall(literal), dtype)
+    if flat.size == 1 and count != 1:
+        flat = np.broadcast_to(flat, (count,))  # a splat
+    if flat.size != count:
+        raise Unsupported(f"the constant has {flat.size} elements, its type {shape} needs {count}")
+    return np.array(flat).reshape(shape.dimensions)
+
+
+def _values(tokens: list[str], dtype: np.dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.array([t == "true" or (t != "false" and int(t, 0) != 0) for t in tokens], np.bool_)
+    if dtype.kind in "iu":
+        return np.array([int(t, 0) for t in tokens], dtype=object).astype(dtype)
+    # Floats (bf16 is kind "V" in ml_dtypes) and the components of complex numbers.
+    component = np.dtype(np.float32 if dtype == np.complex64 else np.float64) if dtype.kind == "c" \
+        else dtype
+    bits_type = np.dtype(f"u{component.itemsize}")
+    parts = np.empty(len(tokens), component)
+    for i, t in enumerate(tokens):
+        if t.startswith("0x"):
+            parts[i] = np.array(int(t, 16), bits_type).view(component)
+        else:
+            parts[i] = component.type(float(t))
+    return parts.view(dtype) if dtype.kind == "c" else parts

@@ -1,0 +1,11 @@
+"""Loads the op-family modules, each of which registers its handlers in `importer.HANDLERS`.
+Kept apart so that `import xlamlir` does not import jaxlib."""
+
+from __future__ import annotations
+
+import functools
+
+
+@functools.cache
+def load_handlers() -> None:
+    from . import lapack, ops_control, ops_elementwise, ops_linalg, ops_misc, ops_reduce, ops_shape  # noqa: F401

@@ -1,0 +1,60 @@
+"""MLIR types of StableHLO -> xm.Shape. Anything without an XLA element type (f8, i4, quantized,
+dynamic shapes) is an ImportError-free refusal: `Unsupported`, turned into a CompileError
+naming the op by the importer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dialect.element_types import PrimitiveType
+from ..dialect.shape import Shape
+
+ELEMENT_TYPES: dict[str, PrimitiveType] = {
+    "i1": PrimitiveType.PRED,
+    "i8": PrimitiveType.S8, "i16": PrimitiveType.S16, "i32": PrimitiveType.S32, "i64": PrimitiveType.S64,
+    "si8": PrimitiveType.S8, "si16": PrimitiveType.S16, "si32": PrimitiveType.S32,
+    "si64": PrimitiveType.S64,
+    "ui8": PrimitiveType.U8, "ui16": PrimitiveType.U16, "ui32": PrimitiveType.U32,
+    "ui64": PrimitiveType.U64,
+    "f16": PrimitiveType.F16, "bf16": PrimitiveType.BF16, "f32": PrimitiveType.F32,
+    "f64": PrimitiveType.F64,
+    "complex<f32>": PrimitiveType.C64, "complex<f64>": PrimitiveType.C128,
+}
+
+
+class Unsupported(Exception):
+    """A type (or attribute) this importer cannot express; the message says what and why."""
+
+
+def element_type(mlir_type: Any) -> PrimitiveType:
+    name = str(mlir_type)
+    try:
+        return ELEMENT_TYPES[name]
+    except KeyError:
+        raise Unsupported(f"element type {name} has no xlamlir counterpart (supported: "
+                          f"{', '.join(ELEMENT_TYPES)})") from None
+
+
+def shape_of(mlir_type: Any) -> Shape:
+    """The xm.Shape of a tensor, tuple or token type; Unsupported for anything else."""
+    from jaxlib.mlir import ir
+
+    text = str(mlir_type)
+    if hasattr(mlir_type, "maybe_downcast"):
+        mlir_type = mlir_type.maybe_downcast()
+    if text == "!stablehlo.token":
+        return Shape.token()
+    if isinstance(mlir_type, ir.TupleType):
+        tuple_type = mlir_type
+        return Shape.tuple([shape_of(tuple_type.get_type(i)) for i in range(tuple_type.num_types)])
+    if isinstance(mlir_type, ir.RankedTensorType):
+        tensor = mlir_type
+        if not tensor.has_static_shape:
+            raise Unsupported(f"{text} has a dynamic shape that stays dynamic after shape refinement "
+                              "(xlamlir compiles static shapes only)")
+        if tensor.encoding is not None:
+            raise Unsupported(f"{text} has an encoding (bounded dynamism or sparsity), not supported")
+        return Shape.array(element_type(tensor.element_type), list(tensor.shape))
+    if isinstance(mlir_type, ir.UnrankedTensorType):
+        raise Unsupported(f"{text} is unranked (xlamlir compiles static shapes only)")
+    raise Unsupported(f"type {text} is not a tensor, tuple or token")
