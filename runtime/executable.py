@@ -9,15 +9,18 @@ allocates the results. Imports `dialect` and `runtime.arguments`.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..dialect.errors import ArgumentError, XlaError
+from ..dialect.errors import ArgumentError, CompileError, XlaError
 from ..dialect.shape import Shape
+from ..lowering.ops.rng import rng_state, set_rng_seed, set_rng_state
 from .arguments import LeafSpec, coerce, strides_fit
+from .custom_calls import CustomCallError
 from .export import export_executable
 from .inspection import dump_stages, executable_html, stage_diff
 from .replicas import execute_replicated
@@ -108,6 +111,7 @@ class Executable:
         """Run the program after every pass (finished by the default pipeline); print and
         return a `runtime.bisect.BisectReport` naming the first pass whose result differs
         from `reference` (default: the `linalg` stage's result) beyond the tolerances."""
+        # Lazy: bisect compiles every candidate (bisect -> compiler -> executable).
         from .bisect import bisect_executable
 
         report = bisect_executable(self, args, reference=reference, rtol=rtol, atol=atol)
@@ -120,10 +124,6 @@ class Executable:
     def write_object(self, path: str) -> None:
         """Write the JIT's machine code (an ELF object) to `path`, for a disassembler; needs
         the compile to have run with XLAMLIR_KEEP_OBJECT=1 (else CompileError)."""
-        import os
-
-        from ..dialect.errors import CompileError
-
         self._engine.dump_to_object_file(str(path))
         if not os.path.exists(path) or os.path.getsize(path) == 0:
             raise CompileError("write_object: no machine code kept; compile with the environment "
@@ -136,8 +136,6 @@ class Executable:
     def seed(self, n: int) -> None:
         """Restart the random ops' stream (rng_uniform/normal/bernoulli) from seed `n`;
         a fresh executable starts from seed 0."""
-        from ..lowering.ops.rng import set_rng_seed
-
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
             raise ArgumentError(f"seed must be an int, got {n!r}")
         set_rng_seed(self._engine, int(n) & (2**64 - 1))
@@ -146,8 +144,6 @@ class Executable:
 
     def _call_strided(self, args: tuple[Any, ...]) -> Any:
         """Run the strided-input variant, carrying the random state over and back."""
-        from ..lowering.ops.rng import rng_state, set_rng_state
-
         variant = self._strided()
         set_rng_state(variant._engine, rng_state(self._engine))
         try:
@@ -213,7 +209,6 @@ class Executable:
         self._entry(packed)
         pending = self._callback_errors.__dict__.pop("pending", None)
         if pending:
-            from .custom_calls import CustomCallError
 
             if isinstance(pending[0], XlaError):
                 raise pending[0]

@@ -47,6 +47,8 @@ from ..dialect.shape import Shape
 from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
 from ..lowering.ops.rng import RNG_STATE_GLOBAL
 from ..lowering.patterns.boundary import result_leaf_shapes
+from ..lowering.pipeline import Pipeline
+from .lower import lower_mlir
 from .targets import HOST, PORTABLE, host_cpu, resolve
 
 #: The exporting machine's CPU ("host" is the same); `target_cpu` defaults to PORTABLE.
@@ -105,34 +107,18 @@ def c_identifier(name: str) -> str:
 
 
 _ASYNC_RUNTIME = "mlirAsyncRuntime"
-_ASYNC_PASS = re.compile(r"async-parallel-for(\{[^}]*\})?|async-to-async-runtime|"
-                         r"async-runtime-ref-counting-opt|async-runtime-ref-counting|convert-async-to-llvm")
-
-
-def _without_async(spec: Any) -> Any:
-    """A pass spec with the async passes taken out (scf.parallel then lowers to loops)."""
-    if not isinstance(spec, str):
-        return spec
-    text = re.sub(r",{2,}", ",", _ASYNC_PASS.sub("", spec))
-    text = re.sub(r"\(,", "(", re.sub(r",\)", ")", text)).strip(",")
-    return text or None
 
 
 def _lowered_again(exe: Any, cpu: str) -> str:
     """The library links libc (and libm) only, not MLIR's async runtime, which the JIT uses
     to run parallel loops on a thread pool; and its code is for `cpu`, whose matmul/conv
     tiles may differ from the JIT's: lower the program again for `cpu` with its parallel
-    loops sequential (the same pipeline without the async passes), without the JIT."""
-    from ..lowering.pipeline import Pipeline
-    from .compiler import lower_mlir
-
+    loops sequential (`Pipeline.sequential()`), without the JIT."""
     if "hlo" not in exe.stages:
         raise CompileError("export: the program must be lowered again (for another CPU, or without "
                            "the async runtime) and has no 'hlo' stage to start from", "export")
     pipeline = getattr(exe, "pipeline", None) or Pipeline.default()
-    sequential = Pipeline([(stage, [s for s in map(_without_async, pipeline.passes(stage)) if s])
-                           for stage in pipeline.stage_names])
-    text = list(lower_mlir(exe.stages["hlo"], sequential, cpu).values())[-1]
+    text = list(lower_mlir(exe.stages["hlo"], pipeline.sequential(), cpu).values())[-1]
     if _ASYNC_RUNTIME in text:
         raise CompileError("export: the program still calls the async runtime after its async "
                            "passes were removed from the pipeline", "export")
