@@ -1,6 +1,6 @@
 """The `xlamlir` command line. Subcommands live in `_SUBCOMMANDS`; each adds its own parser.
 
-    xlamlir export FILE.py --function NAME --output out/libfoo.so [--cpu CPU] [--symbol SYM]
+    xlamlir export FILE.py --function NAME --output out/libfoo.so [--target-cpu CPU] [--symbol SYM]
     xlamlir stages FILE.py [--function build] [--stage NAME] [--after-each-pass] [--locations]
     xlamlir run FILE.mlir --args a.npy b.npy [--output out.npy]   (xhlo or StableHLO)
     xlamlir import FILE.mlir [--stage NAME]                        (StableHLO text or bytecode)
@@ -34,7 +34,7 @@ class CliError(Exception):
 
 
 def _add_export(subparsers: Any) -> None:
-    from .runtime.export import HOST_CPU
+    from .runtime.targets import PORTABLE
 
     p = subparsers.add_parser(
         "export", help="compile a computation ahead of time to a shared library and C header",
@@ -46,9 +46,9 @@ def _add_export(subparsers: Any) -> None:
                    help="function of FILE taking no arguments and returning an XlaComputation")
     p.add_argument("--output", "-o", required=True, metavar="PATH",
                    help="the shared library to write, e.g. out/libfoo.so (header: out/libfoo.h)")
-    p.add_argument("--cpu", default=HOST_CPU,
-                   help=f"target CPU for the code (default {HOST_CPU!r}: this machine's; use e.g. "
-                        "'x86-64' or 'x86-64-v3' for a library meant for other machines)")
+    p.add_argument("--target-cpu", "--cpu", dest="cpu", default=PORTABLE,
+                   help=f"target CPU for the code (default {PORTABLE!r}, portable to any x86-64 "
+                        "with AVX2 and FMA; 'host' for this machine's, or any LLVM CPU name)")
     p.add_argument("--symbol", default=None,
                    help="name of the exported C function (default: the computation's name made "
                         "a C identifier)")
@@ -63,7 +63,7 @@ def _run_export(args: argparse.Namespace) -> int:
     computation = _call_builder(Path(args.file), args.function)
     # An Executable is accepted too: the function may want its own pipeline.
     exe = computation if isinstance(computation, xm.Executable) else xm.compile(computation)
-    export_executable(exe, args.output, cpu=args.cpu, symbol=args.symbol)
+    export_executable(exe, args.output, target_cpu=args.cpu, symbol=args.symbol)
     print(f"wrote {args.output} and {header_path(args.output)}")
     return 0
 

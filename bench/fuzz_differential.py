@@ -42,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     counts: collections.Counter[str] = collections.Counter()
     kinds: collections.Counter[str] = collections.Counter()
     first: dict[str, tuple[int, str]] = {}
+    seeds: collections.defaultdict[str, list[int]] = collections.defaultdict(list)
     start = time.perf_counter()
     seed = args.seed
     while True:
@@ -66,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             key = f"{kind}: {problem.splitlines()[0][:100]}" if kind != "mismatch" else kind
             kinds[key] += 1
             first.setdefault(key, (seed, problem))
+            seeds[key].append(seed)
             if args.verbose:
                 print(problem)
                 if case is not None:
@@ -80,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     for key, n in kinds.most_common():
         s, problem = first[key]
         print(f"  {n:6d}  {key}\n          first seed {s}: {problem.splitlines()[0][:200]}")
+        print(f"          seeds: {' '.join(map(str, seeds[key][:20]))}")
     return 1 if counts["failures"] else 0
 
 

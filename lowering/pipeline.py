@@ -18,7 +18,7 @@ from mlir.passmanager import PassManager
 from ..dialect.errors import CompileError
 from .lower_pass import lower_xhlo
 from .passes.approximations import approximate_math
-from .passes.destinations import split_shared_inits
+from .passes.destinations import output_tensors, split_shared_inits
 from .passes.exact_fma import exact_fma
 from .passes.fusion import duplicate_cheap_producers
 from .passes.i1_memory import widen_i1_memrefs
@@ -64,10 +64,12 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "canonicalize",
     ]),
     ("bufferized", [
-        split_shared_inits,  # CSE may have merged two ops' destinations
         loop_state_in_place,  # while bodies update their state in its buffers
-        "eliminate-empty-tensors",  # results are computed straight into the output buffers
-        "empty-tensor-to-alloc-tensor",
+        "canonicalize",  # drops what that left dead (the tensor form of loop conditions)
+        split_shared_inits,  # CSE may have merged two ops' destinations (a copy each)
+        # Results computed straight into the output buffers, every write into those
+        # visible to one-shot-bufferize's analysis (instead of eliminate-empty-tensors).
+        output_tensors,
         # Loop state may live in fresh buffers each iteration (while loops).
         "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
         "function-boundary-type-conversion=identity-layout-map}",
@@ -130,6 +132,23 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
 ]
 
 
+class _ByIdentity:
+    """A Python pass in a cache key: equal only to itself. The key holds the pass, so
+    its id cannot be reused by another pass while the entry lives (a bare id() could:
+    a freed pipeline's pass and a new one at the same address hit the same entry)."""
+
+    __slots__ = ("spec",)
+
+    def __init__(self, spec: PassSpec) -> None:
+        self.spec = spec
+
+    def __hash__(self) -> int:
+        return id(self.spec)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ByIdentity) and other.spec is self.spec
+
+
 def describe_pass(spec: PassSpec) -> str:
     return spec if isinstance(spec, str) else getattr(spec, "__name__", repr(spec))
 
@@ -185,7 +204,7 @@ class Pipeline:
 
     def fingerprint(self) -> tuple:
         """A hashable description (callables by identity) for the compile cache."""
-        return tuple((name, tuple(p if isinstance(p, str) else id(p) for p in passes))
+        return tuple((name, tuple(p if isinstance(p, str) else _ByIdentity(p) for p in passes))
                      for name, passes in self._stages)
 
     def __repr__(self) -> str:

@@ -3,7 +3,7 @@
 `export_executable(exe, "out/libaxpy.so")` writes `out/libaxpy.so` and
 `out/libaxpy.h`. The library exports one function, `int NAME(void **args,
 void **results)`, that fills the memref descriptors of the destination-passing
-entry point (`lowering.boundary`) from plain data pointers and calls
+entry point (`lowering.patterns.boundary`) from plain data pointers and calls
 `_mlir_ciface_main`. The toolchain is the one the MLIR/LLVM wheels ship plus
 the system C compiler:
 
@@ -215,7 +215,7 @@ def export_executable(exe: Any, path: str | os.PathLike[str], *, target_cpu: str
 def _leaves(exe: Any) -> tuple[list[_Leaf], list[_Leaf]]:
     """The argument and result arrays in the entry point's order, with the layouts the
     compiled code assumes: a non-tuple parameter keeps its layout, leaves of a tuple
-    parameter are row-major (as `lowering.boundary.rewrite_entry` compiles them), and the
+    parameter are row-major (as `lowering.patterns.boundary.rewrite_entry` compiles them), and the
     results are `result_leaf_shapes` (a single array keeps its layout, tuples are flattened)."""
     args: list[_Leaf] = []
     for i, shape in enumerate(exe.parameter_shapes):
@@ -238,7 +238,7 @@ def _leaves(exe: Any) -> tuple[list[_Leaf], list[_Leaf]]:
 
 def _refuse_runtime_calls(undefined: set[str], llvm_text: str) -> None:
     """custom_call, infeed, outfeed, send and recv call functions the Python runtime binds at
-    JIT time (`lowering.custom`); a library without Python has nothing to bind them to."""
+    JIT time (`lowering.ops.custom`); a library without Python has nothing to bind them to."""
     symbols = sorted(s.removeprefix("_mlir_ciface_") for s in undefined if "xlamlir_custom_" in s)
     if not symbols:
         return
@@ -427,7 +427,7 @@ def _wrapper_source(name: str, args: list[_Leaf], results: list[_Leaf], memref_c
     if memref_copy:
         lines.append(_MEMREF_COPY)
     if seeded:
-        # The state `lowering.rng` keeps: a 128-bit counter, low word first; seeding sets it
+        # The state `lowering.ops.rng` keeps: a 128-bit counter, low word first; seeding sets it
         # to (0, seed) as `set_rng_seed` does for the JIT, so both give the same numbers.
         lines += [
             "",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..dialect.errors import CompileError, XlaError
 from .jit import jit
 
 
@@ -30,10 +31,15 @@ def import_stablehlo(source: Any, *, filename: str | None = None) -> Any:
     parsing.jaxlib_modules()  # a CompileError naming the extra when jax is missing
     load_handlers()
     module = parsing.parse(source, filename)
-    with parsing.context():
-        parsing.legalize(module, filename)
-        importer = Importer(module, filename)
-        computation = importer.entry()
+    try:
+        with parsing.context():
+            parsing.legalize(module, filename)
+            importer = Importer(module, filename)
+            computation = importer.entry()
+    except XlaError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a module shape the importer did not expect: no crash
+        raise CompileError(f"cannot import the module: {type(e).__name__}: {e}", stage="import") from e
     computation.num_replicas = importer.num_replicas
     return computation
 

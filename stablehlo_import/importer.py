@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..builder import XlaBuilder, XlaComputation, XlaOp
 from ..dialect.errors import CompileError, ShapeError, XlaError
 from ..dialect.shape import Shape
@@ -70,8 +72,7 @@ class OpContext:
             return list(default)
         try:
             return [int(x) for x in attr]
-        except TypeError:
-            import numpy as np
+        except TypeError:  # a multi-dimensional dense elements attribute (e.g. padding)
             return [int(x) for x in np.array(attr).reshape(-1)]
 
     def int(self, name: str, default: int | None = None) -> int:
@@ -87,7 +88,10 @@ class OpContext:
         return default if attr is None else bool(attr.value)
 
     def float(self, name: str) -> float:
-        return float(self.attr(name).value)
+        attr = self.attr(name)
+        if attr is None:
+            raise Unsupported(f"attribute {name!r} is missing")
+        return float(attr.value)
 
     def str(self, name: str, default: str = "") -> str:
         attr = self.attr(name)
@@ -104,8 +108,7 @@ class OpContext:
 
     def closed(self, index: int, role: str) -> XlaComputation:
         """Region `index` as a closed sub-computation of its block arguments."""
-        return self.importer.closed_computation(self.op.regions[index], self.env,
-                                                f"{self.b.name}_{role}", self.op)
+        return self.importer.closed_computation(self.op.regions[index], f"{self.b.name}_{role}", self.op)
 
     def unpack(self, value: XlaOp, count: int) -> list[XlaOp]:
         """`count` results from one XlaOp: itself for 1, its tuple elements otherwise."""
@@ -115,6 +118,8 @@ class OpContext:
 
 
 class Importer:
+    """One module's import: its functions by name, the replica count, shared region builds."""
+
     def __init__(self, module: Any, filename: str | None = None) -> None:
         self.module = module
         self.filename = filename
@@ -125,40 +130,35 @@ class Importer:
         attributes = module.operation.attributes
         self.num_replicas = int(attributes["mhlo.num_replicas"].value) \
             if "mhlo.num_replicas" in attributes else 1
-        self._computations: dict[str, XlaComputation] = {}
+        if self.num_replicas < 1:
+            raise CompileError(f"the module's mhlo.num_replicas is {self.num_replicas}; it must be >= 1",
+                               stage="import")
         self._regions: dict[str, XlaComputation] = {}
 
     # -- functions ---------------------------------------------------------------------------
 
     def entry(self) -> XlaComputation:
-        if "main" not in self.functions:
+        """`@main` as a computation: its parameters in order, several results as a tuple."""
+        func = self.functions.get("main")
+        if func is None:
             names = ", ".join(f"@{n}" for n in self.functions) or "none"
             raise CompileError(f"the module has no entry function @main (functions: {names})",
                                stage="import")
-        return self.function(self.functions["main"].attributes["sym_name"].value, entry=True)
-
-    def function(self, name: str, entry: bool = False) -> XlaComputation:
-        """The func.func `name` as a computation (parameters in order; several results: a tuple)."""
-        if name in self._computations:
-            return self._computations[name]
-        func = self.functions.get(name)
-        if func is None:
-            raise CompileError(f"no function @{name} in the module", stage="import")
         block = func.regions[0].blocks[0]
-        b = XlaBuilder(_builder_name(name, entry, self.module))
+        b = XlaBuilder(_builder_name(self.module))
         env: dict[Any, XlaOp] = {}
         for i, arg in enumerate(block.arguments):
             try:
                 env[arg] = b.parameter(i, shape_of(arg.type), name=f"arg{i}")
             except Unsupported as e:
-                raise CompileError(f"cannot import parameter {i} of @{name} at "
+                raise CompileError(f"cannot import parameter {i} of @main at "
                                    f"{parsing.location(func, self.filename)}: {e}",
                                    stage="import") from None
         results = self.block(b, block, env)
-        root = results[0] if len(results) == 1 else b.tuple(results)
-        computation = b.build(root)
-        self._computations[name] = computation
-        return computation
+        try:
+            return b.build(results[0] if len(results) == 1 else b.tuple(results))
+        except XlaError as e:
+            raise CompileError(f"cannot import the results of @main: {e}", stage="import") from e
 
     # -- blocks and ops ----------------------------------------------------------------------
 
@@ -210,8 +210,7 @@ class Importer:
 
     # -- regions -----------------------------------------------------------------------------
 
-    def closed_computation(self, region: Any, outer_env: dict[Any, XlaOp], name: str,
-                           op: Any) -> XlaComputation:
+    def closed_computation(self, region: Any, name: str, op: Any) -> XlaComputation:
         """A region whose block arguments are its parameters; only constants may be captured.
         Regions with the same text share one computation (every `add` reducer of a program is
         built once: a build costs tens of milliseconds)."""
@@ -311,8 +310,8 @@ def free_values(region: Any) -> list[Any]:
     return [v for v in used if v not in defined]
 
 
-def _builder_name(name: str, entry: bool, module: Any) -> str:
-    if entry and "sym_name" in module.operation.attributes:
+def _builder_name(module: Any) -> str:
+    if "sym_name" in module.operation.attributes:
         # jax names the module `jit_f`: the computation (and an exported C symbol) keeps it.
         return module.operation.attributes["sym_name"].value
-    return name
+    return "main"

@@ -32,24 +32,25 @@ class Jitted:
         self._compiled: dict[Any, tuple[Any, list[np.dtype], Any]] = {}
         functools.update_wrapper(self, fn)
 
-    def lower(self, *args: Any) -> Any:
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
         """The XlaComputation of `fn` for these arguments' shapes and dtypes."""
         from . import import_stablehlo
 
-        return import_stablehlo(_jax().jit(self.fn, keep_unused=True).lower(*args))
+        return import_stablehlo(_jax().jit(self.fn, keep_unused=True).lower(*args, **kwargs))
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import xlamlir as xm
 
         jax = _jax()
-        leaves, tree = jax.tree_util.tree_flatten(args)
+        # jax flattens (args, kwargs) in this order into @main's parameters.
+        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
         arrays = [np.asarray(x) for x in leaves]
         key = (tree, tuple((a.shape, a.dtype.str) for a in arrays))
         entry = self._compiled.get(key)
         if entry is None:
             from . import import_stablehlo
 
-            lowered = jax.jit(self.fn, keep_unused=True).lower(*args)
+            lowered = jax.jit(self.fn, keep_unused=True).lower(*args, **kwargs)
             computation = import_stablehlo(lowered)
             exe = xm.compile(computation, num_replicas=getattr(computation, "num_replicas", 1))
             dtypes = [xm.dtype_of(s.element_type) for s in computation.program_shape()[0]]

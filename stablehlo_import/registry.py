@@ -8,4 +8,13 @@ import functools
 
 @functools.cache
 def load_handlers() -> None:
-    from . import lapack, ops_control, ops_elementwise, ops_linalg, ops_misc, ops_reduce, ops_shape  # noqa: F401
+    from . import (  # noqa: F401
+        householder,
+        lapack,
+        ops_control,
+        ops_elementwise,
+        ops_linalg,
+        ops_misc,
+        ops_reduce,
+        ops_shape,
+    )

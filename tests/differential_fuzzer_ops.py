@@ -5,10 +5,10 @@ stable and unstable), control flow (while, conditional, call, map), windows
 (reduce_window, select_and_scatter, convolution with groups, padding and dilations),
 variadic reduce and reduce_window, fft, cholesky / triangular_solve, batch norm
 (training, inference, grad), bitcasts, reduce_precision, top_k, rng_bit_generator,
-nested loops, and `g_twin`: two in-place ops (scatter, dynamic_update_slice, sort,
-while, dynamic_slice) on one shared operand, or on two structurally identical broadcast
-constants, both returned, sometimes beside the operand itself (the class of the
-two-scatters bug).
+collectives on one replica, Python custom calls, nested loops, and `g_twin`: two
+in-place ops (scatter, dynamic_update_slice, sort, while, dynamic_slice) on one shared
+operand, or on two structurally identical broadcast constants, both returned, sometimes
+beside the operand itself (the class of the two-scatters bug).
 
 Only programs whose result the semantics determine are drawn: unstable sorts compare
 all operands lexicographically in the total order (equivalent elements are then
@@ -26,6 +26,7 @@ import numpy as np
 import xlamlir as xm
 
 BOOL = np.dtype(np.bool_)
+WIDE_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # fft, linear algebra, batch norm
 INDEX_TYPES = [np.dtype(np.int32), np.dtype(np.int64)]
 INF = math.inf
 EXACT_LIMIT = 2.0**20
@@ -58,6 +59,27 @@ def _window_out(size: int, window: int, stride: int, lo: int, hi: int, base_dil:
     padded = base + lo + hi
     extent = (window - 1) * win_dil + 1
     return (padded - extent) // stride + 1 if padded >= extent else 0
+
+
+def _twice_plus_one(x: np.ndarray) -> np.ndarray:
+    if x.dtype == BOOL:
+        return ~x
+    with np.errstate(all="ignore"):
+        return (x + x + x.dtype.type(1)).astype(x.dtype)
+
+
+def _pair(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    with np.errstate(all="ignore"):
+        return x, (x ^ y if x.dtype == BOOL else (x + y).astype(x.dtype))
+
+
+# Python custom-call targets, registered with the library and given to the interpreter. The
+# identity returns its argument itself, and the pair returns one of its arguments: results
+# that are input buffers.
+CUSTOM_CALLS = {"fuzz_twice_plus_one": _twice_plus_one, "fuzz_identity": lambda x: x,
+                "fuzz_pair": _pair}
+for _name, _fn in CUSTOM_CALLS.items():
+    xm.register_custom_call(_name, _fn)
 
 
 class StructuredOps:
@@ -177,7 +199,9 @@ class StructuredOps:
         if x is None:
             return self.g_unary()
         xs = [x]
-        if self.src.chance(0.25):  # variadic: a second operand of the same dims, any type
+        if self.src.chance(0.1):  # one value as both operands
+            xs.append(x)
+        elif self.src.chance(0.25):  # variadic: a second operand of the same dims, any type
             xs.append(self.partner(x) if self.src.chance(0.5) else
                       self.new_input(self.src.choice([np.dtype(np.float32), np.dtype(np.int32), BOOL]),
                                      x.dims))
@@ -187,7 +211,14 @@ class StructuredOps:
         starts = [self.b.constant(np.int32(self.src.integer(-2, d + 1))) if self.src.chance(0.5)
                   else self.array_input(np.array(self.src.integer(-2, d + 1), np.int32), "start")
                   for d in x.dims]
-        u = self.new_input(x.dtype, [self.src.integer(0, d) for d in x.dims])
+        sizes = [self.src.integer(0, d) for d in x.dims]
+        if self.src.chance(0.3):  # the update is a piece of the operand itself (overlap in place)
+            piece = self.b.slice(x.op, [0] * len(sizes), sizes) if sizes else x.op
+            if sizes and self.src.chance(0.5):
+                piece = self.b.rev(piece, list(range(len(sizes))))
+            u = self.add(piece, x.bound, x.exact, f"slice of the operand {sizes}")
+        else:
+            u = self.new_input(x.dtype, sizes)
         return self.add(self.b.dynamic_update_slice(x.op, u.op, starts), max(x.bound, u.bound),
                         x.exact and u.exact, "dynamic_update_slice")
 
@@ -199,6 +230,8 @@ class StructuredOps:
         n = len(xs)
         orderable = x.dtype.kind != "f" or x.exact       # no NaN: a strict weak order on its own
         stable = orderable and self.src.chance(0.5)
+        if orderable and n > 1 and not stable and self.src.chance(0.4):
+            return self.sort_ties(xs, dim)
         if stable:
             direction = self.src.choice(["LT", "GT", None])
             comparator = None if direction is None else (
@@ -226,12 +259,32 @@ class StructuredOps:
         outs = [self.b.get_tuple_element(res, i) for i in range(n)] if n > 1 else [res]
         return [self.add(op, v.bound, v.exact, f"sort dim {dim} {what}") for v, op in zip(xs, outs)]
 
+    def sort_ties(self, xs: list, dim: int) -> list:
+        """An unstable sort by the first operand only: the keys are determined, the other
+        operands only up to the order within runs of equal keys (returned, compared so)."""
+        direction = self.src.choice(["LT", "GT"])
+        n = len(xs)
+        res = self.b.sort([v.op for v in xs], lambda *ps: ps[0].builder.compare(ps[0], ps[1], direction),
+                          dim, is_stable=False)
+        key = self.add(self.b.get_tuple_element(res, 0), xs[0].bound, xs[0].exact,
+                       f"sort dim {dim} unstable by the first operand {direction}")
+        self.wanted.append(key)
+        for i in range(1, n):
+            v = xs[i]
+            tied = type(key)(self.b.get_tuple_element(res, i), v.bound, v.exact, key, dim)
+            self.trace.append(f"  operand {i} of that sort, order within equal keys open")
+            self.wanted.append(tied)
+        return [key]
+
     def g_sort(self) -> Any:
         x = self.pick(lambda v: v.op.shape.rank >= 1)
         if x is None:
             return self.g_unary()
         xs = [x]
         for _ in range(self.src.integer(0, 2)):
+            if self.src.chance(0.15):  # one value as two operands
+                xs.append(x)
+                continue
             xs.append(self.partner(x) if self.src.chance(0.5) else
                       self.new_input(self.src.choice([np.dtype(np.float32), np.dtype(np.int32),
                                                       np.dtype(np.uint8), BOOL]), x.dims))
@@ -253,6 +306,8 @@ class StructuredOps:
 
     def while_on(self, x: Any) -> Any:
         trips = self.src.integer(0, 3)
+        if self.src.chance(0.25):
+            return self.swapping_while(x)
         kind = self.src.choice(["add", "dus", "scatter"] if x.op.shape.rank else ["add", "dus"])
         if 0 in x.dims:
             kind = "add"  # no [1, ...] update fits
@@ -292,6 +347,31 @@ class StructuredOps:
         if self.src.chance(0.3):
             self.wanted.append(self.add(self.b.get_tuple_element(loop, 0), trips, True, "while counter"))
         return self.add(out, bound, x.exact, f"while {kind} x{trips}")
+
+    def swapping_while(self, x: Any) -> Any:
+        """State (i, a, b) starting as (0, x, x), one value twice; each trip (i + 1, b, a + k):
+        the two carried buffers trade places."""
+        trips = self.src.integer(0, 4)
+        dt = x.dtype
+        step = np.array(True) if dt == BOOL else np.array(self.src.integer(1, 3), dt)
+
+        def cond(s: xm.XlaOp) -> xm.XlaOp:
+            sb = s.builder
+            return sb.lt(sb.get_tuple_element(s, 0), sb.constant(np.int32(trips)))
+
+        def body(s: xm.XlaOp) -> xm.XlaOp:
+            sb = s.builder
+            i, a, c = (sb.get_tuple_element(s, k) for k in range(3))
+            bumped = sb.xor(a, sb.constant(step)) if dt == BOOL else sb.add(a, sb.constant(step))
+            return sb.tuple([sb.add(i, sb.constant(np.int32(1))), c, bumped])
+
+        b = self.b
+        loop = b.while_(cond, body, b.tuple([b.constant(np.int32(0)), x.op, x.op]))
+        bound = x.bound + trips * float(step)
+        if dt.kind in "iu" and bound >= min(np.iinfo(dt).max, 2**31):
+            bound = INF
+        self.wanted.append(self.add(b.get_tuple_element(loop, 2), bound, x.exact, "swapping while b"))
+        return self.add(b.get_tuple_element(loop, 1), bound, x.exact, f"swapping while x{trips}")
 
     def g_while(self) -> Any:
         x = self.pick()
@@ -511,7 +591,7 @@ class StructuredOps:
     # ---- transforms and linear algebra --------------------------------------------------------
 
     def g_fft(self) -> Any:
-        x = self.pick(lambda v: v.dtype.kind == "f" and v.op.shape.rank >= 1 and 0 not in v.dims)
+        x = self.pick(lambda v: v.dtype in WIDE_FLOATS and v.op.shape.rank >= 1 and 0 not in v.dims)
         if x is None:
             x = self.new_input(self.src.choice([np.dtype(np.float32), np.dtype(np.float64)]),
                                [self.src.integer(1, 4) for _ in range(self.src.integer(1, 2))])
@@ -532,7 +612,7 @@ class StructuredOps:
 
     def spd(self) -> tuple[Any, float]:
         """A symmetric positive definite batch X X^T + c I (condition number <= 2)."""
-        x = self.pick(lambda v: v.dtype.kind == "f" and v.op.shape.rank >= 2 and 0 not in v.dims
+        x = self.pick(lambda v: v.dtype in WIDE_FLOATS and v.op.shape.rank >= 2 and 0 not in v.dims
                       and v.bound < 100)
         if x is None:
             x = self.new_input(self.src.choice([np.dtype(np.float32), np.dtype(np.float64)]),
@@ -580,7 +660,7 @@ class StructuredOps:
                         f"triangular_solve left={left} lower={lower} unit={unit} {trans}")
 
     def g_batch_norm(self) -> Any:
-        x = self.pick(lambda v: v.dtype.kind == "f" and v.op.shape.rank >= 2 and 0 not in v.dims
+        x = self.pick(lambda v: v.dtype in WIDE_FLOATS and v.op.shape.rank >= 2 and 0 not in v.dims
                       and v.bound < 1000)
         if x is None:
             x = self.new_input(np.dtype(np.float32), [self.src.integer(1, 3) for _ in range(3)])
@@ -639,7 +719,9 @@ class StructuredOps:
             return self.add(b.get_dimension_size(x.op, 0) if x.op.shape.rank else b.neg(x.op),
                             INF, True, "get_dimension_size or neg")
         op = b.bitcast_convert_type(x.op, partner)
-        if partner.kind == "f":  # any bit pattern: straight back, so no NaN payload meets arithmetic
+        # A float from any bit pattern goes straight back, so no NaN payload meets arithmetic;
+        # an inexact float's last bits differ within tolerance, its bits as an int would not.
+        if partner.kind == "f" or not x.exact:
             op = b.bitcast_convert_type(op, x.dtype)
             return self.add(op, x.bound, x.exact, f"bitcast {partner} and back")
         return self.add(op, INF, True, f"bitcast {partner}")
@@ -658,6 +740,48 @@ class StructuredOps:
         self.add(self.b.get_tuple_element(res, 0), INF, True, f"rng_bit_generator {algorithm} state")
         return self.add(self.b.get_tuple_element(res, 1), INF, True,
                         f"rng_bit_generator {algorithm} {dtype}{list(dims)}")
+
+    def g_collective(self) -> Any:
+        """Collectives on one replica (every group is {0}): data flow and buffers only."""
+        x = self.pick(lambda v: v.op.shape.rank >= 1)
+        if x is None:
+            return self.add(self.b.replica_id(), 0, True, "replica_id")
+        b = self.b
+        kind = self.src.choice(["all_reduce", "reduce_scatter", "all_gather", "all_to_all",
+                                "collective_permute", "collective_broadcast", "replica_id"])
+        d = self.src.integer(0, x.op.shape.rank - 1)
+        combine = _combine("or" if x.dtype == BOOL else "add")
+        if kind == "all_reduce":
+            op = b.all_reduce(x.op, combine)
+        elif kind == "reduce_scatter":
+            op = b.reduce_scatter(x.op, combine, d, 1)
+        elif kind == "all_gather":
+            op = b.all_gather(x.op, d, 1)
+        elif kind == "all_to_all":
+            op = b.all_to_all(x.op, d, self.src.integer(0, x.op.shape.rank - 1), 1)
+        elif kind == "collective_permute":
+            op = b.collective_permute(x.op, [(0, 0)] if self.src.chance(0.7) else [])
+        elif kind == "collective_broadcast":
+            op = b.collective_broadcast(x.op)
+        else:
+            rid = b.convert_element_type(b.replica_id(), x.dtype)
+            op = b.add(x.op, b.broadcast(rid, list(x.dims))) if x.dtype != BOOL else x.op
+        return self.add(op, x.bound, x.exact, kind)
+
+    def g_custom_call(self) -> Any:
+        x = self.pick()
+        b = self.b
+        target = self.src.choice(sorted(CUSTOM_CALLS))
+        if target == "fuzz_pair":
+            y = x if self.src.chance(0.3) else self.partner(x)
+            res = b.custom_call(target, [x.op, y.op], xm.Shape.tuple([x.op.shape, x.op.shape]))
+            self.add(b.get_tuple_element(res, 0), x.bound, x.exact, "custom_call pair.0")
+            bound = x.bound + y.bound if x.dtype.kind == "f" else INF
+            return self.add(b.get_tuple_element(res, 1), bound, x.exact and y.exact, "custom_call pair.1")
+        op = b.custom_call(target, [x.op], x.op.shape)
+        bound = 2 * x.bound + 1 if target == "fuzz_twice_plus_one" and x.dtype.kind == "f" else (
+            x.bound if target == "fuzz_identity" else INF)
+        return self.add(op, bound, x.exact, f"custom_call {target}")
 
     # ---- shared operands ----------------------------------------------------------------------
 

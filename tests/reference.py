@@ -1317,11 +1317,15 @@ class Interpreter:
     of reduce/reduce_window, the combiner of scatter, a map, a sort comparator).
     """
 
-    def __init__(self, computation, vectorized: bool = False) -> None:
+    def __init__(self, computation, vectorized: bool = False, custom_calls=None) -> None:
         self.vectorized = vectorized
         self.computation = computation
         self.builder = computation._builder
         self.root = computation._root
+        self.custom_calls = custom_calls or {}
+
+    def _child(self, computation, vectorized: bool = False) -> Interpreter:
+        return Interpreter(computation, vectorized, self.custom_calls)
 
     def __call__(self, *args):
         values: dict[int, object] = {}
@@ -1366,7 +1370,7 @@ class Interpreter:
     def _sub(self, computation, *args):
         """A scalar sub-computation on arrays of equal shape (elementwise); tuple results
         come back as lists."""
-        result = Interpreter(computation, vectorized=True)(*args)
+        result = self._child(computation, True)(*args)
         return list(result) if isinstance(result, tuple) else [result]
 
     def _compute(self, name: str, op, ins: list, a: dict):
@@ -1561,8 +1565,8 @@ class Interpreter:
         out = np.full(x.shape, init, x.dtype)
         low = [p[0] for p in a["padding"]]
         wdims, strides = a["window_dimensions"], a["window_strides"]
-        select_fn = Interpreter(a["select"], vectorized=True)
-        scatter_fn = Interpreter(a["scatter"], vectorized=True)
+        select_fn = self._child(a["select"], True)
+        scatter_fn = self._child(a["scatter"], True)
         for w in np.ndindex(*source.shape):
             best = None
             for offset in np.ndindex(*wdims):
@@ -1631,7 +1635,7 @@ class Interpreter:
         return ins[0]
 
     def _op_call(self, op, ins, a):
-        return Interpreter(a["to_apply"], self.vectorized)(*ins[0])
+        return self._child(a["to_apply"], self.vectorized)(*ins[0])
 
     def _op_map(self, op, ins, a):
         result = self._sub(a["computation"], *_same_shape(*ins[0]))[0]
@@ -1639,7 +1643,7 @@ class Interpreter:
 
     def _op_while(self, op, ins, a):
         state = ins[0]
-        cond, body = Interpreter(a["cond"]), Interpreter(a["body"])
+        cond, body = self._child(a["cond"]), self._child(a["body"])
         for _ in range(WHILE_TRIP_LIMIT):
             if not bool(cond(state)):
                 return state
@@ -1656,11 +1660,46 @@ class Interpreter:
             k = int(index)
             if not 0 <= k < len(branches):
                 k = len(branches) - 1
-        return Interpreter(branches[k])(operands[k])
+        return self._child(branches[k])(operands[k])
 
     def _op_rng_bit_generator(self, op, ins, a):
         return _rng_bit_generator(ins[0], a["algorithm"], tuple(a["dimensions"]),
                                   op.shape.tuple_shapes[1].dtype)
+
+    # ---- collectives, as one replica runs them (the fuzzer compiles with num_replicas=1) ----
+
+    def _op_all_reduce(self, op, ins, a):
+        return tuple(x.copy() for x in ins[0])      # a group of one: nothing to combine
+
+    def _op_reduce_scatter(self, op, ins, a):
+        return tuple(x.copy() for x in ins[0])      # shard_count 1: the one block is everything
+
+    def _op_all_gather(self, op, ins, a):
+        return ins[0].copy()
+
+    def _op_all_to_all(self, op, ins, a):
+        return ins[0].copy()
+
+    def _op_collective_broadcast(self, op, ins, a):
+        return ins[0].copy()
+
+    def _op_collective_permute(self, op, ins, a):
+        """Replica 0 receives from a (0, 0) pair, else zeros."""
+        if any(tuple(p) == (0, 0) for p in a["source_target_pairs"]):
+            return ins[0].copy()
+        return np.zeros_like(ins[0])
+
+    def _op_custom_call(self, op, ins, a):
+        """The target from `custom_calls` (name -> the Python function registered with the
+        library), called like the runtime calls it; results copied into the result types."""
+        name = a["call_target_name"]
+        if name not in self.custom_calls:
+            raise NotImplementedError(f"custom_call {name!r}: not in the interpreter's custom_calls")
+        extra = {"opaque": a["backend_config"]} if a["backend_config"] else {}
+        result = self.custom_calls[name](*[np.array(x) for x in ins[0]], **extra)
+        if op.shape.is_tuple():
+            return tuple(np.array(r, dtype=s.dtype) for r, s in zip(result, op.shape.tuple_shapes))
+        return np.array(result, dtype=op.shape.dtype)
 
     def _op_replica_id(self, op, ins, a):
         return np.array(0, op.shape.dtype)      # a single replica
@@ -1669,9 +1708,10 @@ class Interpreter:
         return np.array(0, op.shape.dtype)
 
 
-def evaluate(computation, args):
-    """The computation's result on `args` (numpy values of its parameter shapes)."""
-    return Interpreter(computation)(*[np.asarray(x) for x in args])
+def evaluate(computation, args, custom_calls=None):
+    """The computation's result on `args` (numpy values of its parameter shapes);
+    `custom_calls` maps custom-call target names to the Python functions behind them."""
+    return Interpreter(computation, custom_calls=custom_calls)(*[np.asarray(x) for x in args])
 
 
 if __name__ == "__main__":

@@ -377,6 +377,12 @@ def test_cli_export(tmp_path: Path) -> None:
     lines = _build_and_run(library, "axpy", inputs, [np.dtype(np.float32)])
     expected = inputs[0] * inputs[1] + inputs[2]
     np.testing.assert_allclose([float(v) for v in lines[3:-1]], expected, rtol=1e-6)
+    # Portable by default, like exe.export; --target-cpu picks another.
+    assert '"x86-64-v3"' in (tmp_path / "out" / "libaxpy.h").read_text()
+    v2 = tmp_path / "v2" / "libaxpy.so"
+    proc = _cli("export", str(source), "-f", "build", "-o", str(v2), "--target-cpu", "x86-64-v2")
+    assert proc.returncode == 0, proc.stderr
+    assert '"x86-64-v2"' in (tmp_path / "v2" / "libaxpy.h").read_text()
 
 
 def test_cli_reports_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

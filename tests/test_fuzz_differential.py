@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from builder_fuzzer import RandomSource
-from differential_fuzzer import check_case, make_case
+from differential_fuzzer import canonical_ties, check_case, make_case
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from reference import evaluate, philox4x32, threefry2x32
@@ -238,3 +238,14 @@ def test_reference_bit_generators_known_answers() -> None:
             args = [np.array(state, np.uint64)]
             for g, w in zip(xm.compile(comp)(*args), evaluate(comp, args)):
                 np.testing.assert_array_equal(g, w)
+
+
+def test_unstable_sort_ties_compare_as_multisets() -> None:
+    """The non-key results of an unstable sort are compared up to the order within runs of
+    equal keys, and no further."""
+    keys = np.array([[0, 0, 1, 1, 1], [2, 3, 3, 4, 4]])
+    a = np.array([[5, 4, 9, 7, 8], [1, 2, 3, 4, 5]])
+    b = np.array([[4, 5, 7, 8, 9], [1, 3, 2, 5, 4]])
+    np.testing.assert_array_equal(canonical_ties(a, keys, 1), canonical_ties(b, keys, 1))
+    c = np.array([[4, 5, 7, 8, 9], [2, 1, 3, 5, 4]])  # 1 and 2 have different keys
+    assert not np.array_equal(canonical_ties(a, keys, 1), canonical_ties(c, keys, 1))

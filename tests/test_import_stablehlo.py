@@ -355,6 +355,13 @@ def test_collectives_with_the_modules_replica_count():
     assert (i0, i1) == (0, 1)
 
 
+def test_bad_replica_count_is_refused():
+    text = (FIXTURES / "collectives.mlir").read_text()
+    text = text.replace("mhlo.num_replicas = 2", "mhlo.num_replicas = 0")
+    with pytest.raises(xm.CompileError, match="mhlo.num_replicas is 0"):
+        imported(text)
+
+
 def test_tokens_infeed_outfeed():
     exe = xm.compile(load("tokens.mlir"))
     x = np.array([1, 2, 3], np.float32)
@@ -385,3 +392,53 @@ def test_every_stablehlo_op_is_imported_or_documented_as_not():
     doc = (Path(__file__).parent.parent / "docs" / "importing.md").read_text()
     for name in not_imported - {"return"}:
         assert f"`{name}`" in doc, name
+
+
+def test_regions_that_differ_only_in_operand_order_stay_apart():
+    # Identical closed regions share one computation; a subtract with swapped operands is not one.
+    reducer = """stablehlo.reduce(%x init: %z) across dimensions = [0]
+          : (tensor<1xf32>, tensor<f32>) -> tensor<f32>
+        reducer(%a: tensor<f32>, %b: tensor<f32>) {
+          %s = stablehlo.subtract LHS, RHS : tensor<f32>
+          stablehlo.return %s : tensor<f32>
+        }"""
+    text = f"""func.func @main(%x: tensor<1xf32>) -> (tensor<f32>, tensor<f32>, tensor<f32>) {{
+      %z = stablehlo.constant dense<0.0> : tensor<f32>
+      %0 = {reducer.replace("LHS", "%a").replace("RHS", "%b")}
+      %1 = {reducer.replace("LHS", "%b").replace("RHS", "%a")}
+      %2 = {reducer.replace("LHS", "%a").replace("RHS", "%b")}
+      return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<f32>
+    }}"""
+    comp = imported(text)
+    assert comp.as_mlir_text().count("func.func") == 3  # main and two reducers
+    # One element: the reducer runs once, as reducer(init, x).
+    assert xm.compile(comp)(np.array([5.0], np.float32)) == (-5.0, 5.0, -5.0)
+
+
+def test_nested_regions_capture_through_every_level():
+    # %scale is used only inside a while that is inside an if: both levels thread it through;
+    # the constant %two is rebuilt where it is used.
+    text = """func.func @main(%p: tensor<i1>, %x: tensor<3xf32>, %scale: tensor<3xf32>) -> tensor<3xf32> {
+      %two = stablehlo.constant dense<2> : tensor<i32>
+      %r = "stablehlo.if"(%p) ({
+        %zero = stablehlo.constant dense<0> : tensor<i32>
+        %w:2 = stablehlo.while(%i = %zero, %acc = %x) : tensor<i32>, tensor<3xf32>
+          cond {
+            %lt = stablehlo.compare LT, %i, %two : (tensor<i32>, tensor<i32>) -> tensor<i1>
+            stablehlo.return %lt : tensor<i1>
+          } do {
+            %one = stablehlo.constant dense<1> : tensor<i32>
+            %i1 = stablehlo.add %i, %one : tensor<i32>
+            %m = stablehlo.multiply %acc, %scale : tensor<3xf32>
+            stablehlo.return %i1, %m : tensor<i32>, tensor<3xf32>
+          }
+        "stablehlo.return"(%w#1) : (tensor<3xf32>) -> ()
+      }, {
+        "stablehlo.return"(%scale) : (tensor<3xf32>) -> ()
+      }) : (tensor<i1>) -> tensor<3xf32>
+      return %r : tensor<3xf32>
+    }"""
+    exe = xm.compile(imported(text))
+    x, scale = np.array([1, 2, 3], np.float32), np.array([2, 3, -1], np.float32)
+    np.testing.assert_array_equal(exe(True, x, scale), x * scale * scale)
+    np.testing.assert_array_equal(exe(False, x, scale), scale)

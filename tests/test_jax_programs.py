@@ -124,6 +124,26 @@ def batched_indexing(x, i, u):
     return picked, updated, sums, jax.vmap(lambda row, k: lax.dynamic_slice(row, (k,), (2,)))(x, i)
 
 
+def nn_and_cumulative(x):
+    return (jax.nn.gelu(x), jax.nn.gelu(x, approximate=False), jax.scipy.special.logsumexp(x, axis=0),
+            jax.nn.log_softmax(x), jax.nn.one_hot(jnp.argmax(x, 1), 5), jnp.cumsum(x, 1), jnp.cumprod(x, 0),
+            lax.cummax(x, 1), lax.associative_scan(jnp.add, x, axis=1))
+
+
+def convolutions_1d_3d(x, w, x3, w3):
+    return (jnp.convolve(x, w, mode="same"), lax.conv(x3, w3, (1, 1, 1), "SAME"),
+            lax.conv_transpose(x3, w3, (2, 2, 2), "SAME", dimension_numbers=("NCDHW", "OIDHW", "NCDHW")))
+
+
+def complex_math(z):
+    return jnp.sqrt(z), jnp.log(z), jnp.exp(z), z * z.conj(), jnp.angle(z), jnp.tanh(z)
+
+
+def rbg_random(key_data):
+    # The "rbg" PRNG is built on rng_bit_generator.
+    return jax.random.uniform(jax.random.wrap_key_data(key_data, impl="rbg"), (6,))
+
+
 PROGRAMS = {
     "mlp_training_step": (mlp_step, lambda: ((r(8, 16), r(16), r(16, 4), r(4)), r(32, 8), r(32, 4))),
     "cnn": (cnn, lambda: (r(3, 3, 3, 8), r(2, 2, 8, 4), r(2, 16, 16, 3))),
@@ -141,6 +161,10 @@ PROGRAMS = {
                                           rng.integers(0, 2**32, 8, dtype=np.uint64).astype(np.uint32))),
     "bf16_f16": (halfs, lambda: (r(4, 4).astype(jnp.bfloat16), r(4, 4).astype(jnp.bfloat16))),
     "elementwise_and_indexing": (elementwise, lambda: (r(6),)),
+    "nn_and_cumulative": (nn_and_cumulative, lambda: (r(4, 5),)),
+    "conv_1d_3d_transposed": (convolutions_1d_3d, lambda: (r(10), r(3), r(1, 2, 4, 4, 4), r(3, 2, 2, 2, 2))),
+    "complex_math": (complex_math, lambda: ((r(5) + 1j * r(5)).astype(np.complex64),)),
+    "rbg_random": (rbg_random, lambda: (np.arange(4, dtype=np.uint32),)),
     "batched_indexing": (batched_indexing, lambda: (r(5, 6), np.array([0, 3, 5, 3, 1], np.int32), r(5))),
 }
 
@@ -167,6 +191,55 @@ def test_jax_program(name):
     assert_same(xm.jit(fn)(*args), jax.jit(fn)(*args))
 
 
+def lapack_complex(a, b):
+    spd = a @ a.conj().T + 3 * jnp.eye(3)
+    return jnp.linalg.solve(a, b), jnp.linalg.cholesky(spd), jax.scipy.linalg.lu_factor(a)
+
+
+def lapack_singular_and_swaps(singular, swap, not_pd):
+    # A zero pivot (info > 0), a row swap, cholesky of a matrix that is not positive definite.
+    lu_factor = jax.scipy.linalg.lu_factor
+    return lu_factor(singular), lu_factor(swap), jnp.linalg.cholesky(not_pd)
+
+
+def qr_modes(a, wide):
+    return jnp.linalg.qr(a), jnp.linalg.qr(a, mode="complete"), jnp.linalg.qr(wide, mode="r")
+
+
+def complex_matrix() -> np.ndarray:
+    return (r(3, 3) + 1j * r(3, 3)).astype(np.complex64)
+
+
+LAPACK_CASES = {
+    "complex": (lapack_complex, lambda: (complex_matrix(), complex_matrix()[:, 0].copy())),
+    "singular_and_swaps": (lapack_singular_and_swaps, lambda: (
+        np.array([[1, 2], [2, 4]], np.float32), np.array([[0, 1], [1, 0]], np.float32),
+        -np.eye(2, dtype=np.float32))),
+    "non_square": (lambda a: (lax.linalg.lu(a), lax.linalg.lu(a.T)), lambda: (r(4, 3),)),
+    "qr_modes": (qr_modes, lambda: (r(4, 3), r(3, 5))),
+    "qr_complex_batched": (lambda z, a: (jnp.linalg.qr(z), jnp.linalg.qr(a)),
+                           lambda: (complex_matrix(), r(2, 4, 3))),
+}
+
+
+@pytest.mark.parametrize("case", list(LAPACK_CASES))
+def test_lapack_custom_calls(case):
+    fn, make_args = LAPACK_CASES[case]
+    args = make_args()
+    assert_same(xm.jit(fn)(*args), jax.jit(fn)(*args))
+
+
+def test_f64_and_i64_with_x64():
+    def f(a, i):
+        return jnp.sin(a) @ a, i * i + 2**40, a.astype(jnp.float32), jnp.cumsum(i)
+
+    args = (rng.standard_normal((3, 3)), np.arange(4, dtype=np.int64))
+    with jax.enable_x64(True):
+        got, want = xm.jit(f)(*args), jax.jit(f)(*args)
+    assert got[0].dtype == np.float64 and got[1].dtype == np.int64
+    assert_same(got, want)
+
+
 def test_jit_caches_per_signature_and_converts_arguments():
     calls = []
 
@@ -184,6 +257,9 @@ def test_jit_caches_per_signature_and_converts_arguments():
     comp = g.lower(np.zeros(2, np.float32), np.zeros(2, np.float32))
     assert isinstance(comp, xm.XlaComputation)
     assert [str(s) for s in comp.program_shape()[0]] == ["f32[2]", "f32[2]"]
+    h = xm.jit(lambda a, *, scale, shift: {"y": a * scale["s"] + shift})
+    out = h(np.ones(2, np.float32), shift=np.float32(1), scale={"s": np.float32(3)})  # keyword pytrees
+    np.testing.assert_array_equal(out["y"], [4, 4])
     # keep_unused: an argument jax would drop still is a parameter.
     np.testing.assert_array_equal(xm.jit(lambda a, b: a * 2)(np.ones(2, np.float32), np.ones(5)), [2, 2])
 

@@ -6,8 +6,10 @@ cache, compile_mlir on (edited) text, and concurrent calls.
 from __future__ import annotations
 
 import functools
+import gc
 import re
 import threading
+import weakref
 
 import ml_dtypes
 import numpy as np
@@ -493,6 +495,28 @@ def test_compile_cache_is_keyed_by_pipeline() -> None:
     assert custom is not default
     x = np.arange(7, dtype=np.float32)
     np.testing.assert_array_equal(custom(x, x), default(x, x))
+
+
+def test_compile_cache_key_holds_its_python_passes() -> None:
+    """A Python pass is keyed by the object itself, and the key keeps it alive: a key of
+    bare id()s let a freed pipeline's pass and a new pass at the same address share a
+    cache entry (the executable compiled with the other pass)."""
+
+    def tag(op, pass_) -> None:
+        pass
+
+    alive = weakref.ref(tag)
+    key = xm.Pipeline.default().insert_after("linalg", tag).fingerprint()
+    del tag
+    gc.collect()
+    assert alive() is not None
+    same = xm.Pipeline.default().insert_after("linalg", alive()).fingerprint()
+    assert same == key and hash(same) == hash(key)
+
+    def other(op, pass_) -> None:
+        pass
+
+    assert xm.Pipeline.default().insert_after("linalg", other).fingerprint() != key
 
 
 # ---- compile_mlir ----------------------------------------------------------------------------

@@ -237,3 +237,41 @@ def test_conversions_match_numpy(dtype: np.dtype) -> None:
         nan = np.isnan(source)
         assert (np.isnan(got.astype(np.float32)) == nan).all()
         np.testing.assert_array_equal(_bits(got)[~nan], _bits(want)[~nan])
+
+
+# LLVM ops that only move f16/bf16 bits around; any other op on those types would leave a
+# rounding decision to the CPU (vcvtneps2bf16, vcvtps2ph, native f16 arithmetic, libcalls).
+_MOVES = {"llvm.load", "llvm.store", "llvm.bitcast", "llvm.mlir.constant", "llvm.select",
+          "llvm.extractelement", "llvm.insertelement", "llvm.shufflevector", "llvm.mlir.undef",
+          "llvm.mlir.poison", "llvm.insertvalue", "llvm.extractvalue", "llvm.intr.masked.load",
+          "llvm.intr.masked.store", "llvm.mlir.zero", "llvm.getelementptr", "llvm.alloca",
+          "llvm.br", "llvm.cond_br", "llvm.return"}
+
+
+@pytest.mark.parametrize("dtype", [BF16, F16], ids=["bf16", "f16"])
+def test_no_float_instruction_on_small_types_is_left_to_the_cpu(dtype: np.dtype) -> None:
+    """Whatever this machine has: the LLVM dialect only moves f16/bf16 bits, and has no
+    llvm.intr.fmuladd and no `contract` flag (fused or not depending on the CPU)."""
+    n = 64
+    programs = dict(_programs(dtype, n))
+    programs["convert from s32"] = _convert_program(np.dtype(np.int32), dtype, n)
+    programs["convert from f64"] = _convert_program(np.dtype(np.float64), dtype, n)
+    programs["convert to s8"] = _convert_program(dtype, np.dtype(np.int8), n)
+    b = xm.XlaBuilder("mix")
+    x = b.parameter(0, xm.Shape.array(dtype, (8, 8)))
+    b.select(b.lt(x, b.constant(np.array(1, dtype))), b.tanh(x) + b.dot(x, x), b.sqrt(x) / x)
+    programs["mix"] = b.build()
+    for what, comp in programs.items():
+        text = xm.compile(comp).stages["llvm"]
+        # Nor may LLVM contract a multiply and an add where the CPU has FMA.
+        assert "fmuladd" not in text and "contract" not in text, what
+        for line in text.splitlines():
+            if re.search(r"(?<![a-z0-9])(bf16|f16)\b|xbf16|xf16", line):
+                op = re.search(r"(?:= |^\s*)(llvm\.[a-z_.0-9]+)", line)
+                assert op is None or op.group(1) in _MOVES, f"{what}: {line.strip()}"
+
+
+def _convert_program(src: np.dtype, dst: np.dtype, n: int) -> xm.XlaComputation:
+    b = xm.XlaBuilder("convert")
+    b.convert_element_type(b.parameter(0, xm.Shape.array(src, (n,))), dst)
+    return b.build()

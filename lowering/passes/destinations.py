@@ -1,10 +1,20 @@
-"""One destination per op before bufferization.
+"""Output buffers as tensors for one-shot bufferization, and one destination per op.
 
-CSE merges identical `tensor.empty` / `linalg.fill` ops, so two reductions can
-share one init tensor. `eliminate-empty-tensors` then makes both write the
-same buffer and the second result silently overwrites the first. Giving every
-use of a shared init its own copy of the (cheap) init ops restores one
-destination per op. Imports nothing of ours.
+The entry function writes each result with the memref form of
+`bufferization.materialize_in_destination` (readable in the `linalg` stage, and
+kept alive by canonicalize, which would erase an unused tensor-form one). Right
+before bufferization `output_tensors` moves every output buffer into the tensor
+world once, at the top of the function (`to_tensor restrict writable`), and
+materializes each result into that tensor. Every write into an output buffer is
+then a tensor value that one-shot-bufferize's conflict analysis sees. With the
+memref form it could not: after `eliminate-empty-tensors` two in-place ops
+(scatters, dynamic_update_slice, sorts, loops) that shared one init were both
+computed in one output buffer, and one result silently overwrote the other.
+
+`split_shared_inits` is for speed, not correctness: CSE merges identical
+`tensor.empty` / `linalg.fill` ops, and a shared init makes bufferization copy
+for all but one of its users; a fresh init per use costs nothing. Imports
+nothing of ours.
 """
 
 from __future__ import annotations
@@ -12,21 +22,110 @@ from __future__ import annotations
 from typing import Any
 
 from mlir import ir
+from mlir.dialects import bufferization
 
 _INIT_OPS = ("tensor.empty", "linalg.fill")
+_MATERIALIZE = "bufferization.materialize_in_destination"
 
 
-def _shared_inits(op: Any) -> list[Any]:
+def _ops_named(op: Any, names: tuple[str, ...]) -> list[Any]:
     found: list[Any] = []
 
     def visit(inner: Any) -> ir.WalkResult:
-        if inner.name in _INIT_OPS and len(inner.results) == 1:
-            if sum(1 for _ in inner.results[0].uses) > 1:
-                found.append(inner)
+        if inner.name in names:
+            found.append(inner)
         return ir.WalkResult.ADVANCE
 
     op.walk(visit)
     return found
+
+
+def output_tensors(op: Any, pass_: Any) -> None:
+    """Turn every memref-form materialization into a function argument into the tensor
+    form, its destination one `to_tensor restrict writable` of the argument at the top
+    of the function (other `to_tensor`s of that argument are replaced by it), and let
+    the result be computed in that buffer where that is safe (`_compute_in_place`)."""
+    dests: dict[Any, ir.Value] = {}
+    for mat in _ops_named(op, (_MATERIALIZE,)):
+        source, out = mat.operands[0], mat.operands[1]
+        if not isinstance(out.type, ir.MemRefType) or not isinstance(out.owner, ir.Block):
+            continue
+        block = out.owner
+        if out not in dests:
+            with ir.InsertionPoint.at_block_begin(block), mat.location:
+                dests[out] = bufferization.to_tensor(source.type, out, restrict=True, writable=True)
+        with ir.InsertionPoint(mat), mat.location:
+            bufferization.materialize_in_destination(dests[out].type, source, dests[out])
+        mat.erase()
+        _compute_in_place(source, dests[out])
+    for loaded in _ops_named(op, ("bufferization.to_tensor",)):
+        memref = loaded.operands[0]
+        if memref in dests and loaded.results[0] != dests[memref]:
+            loaded.results[0].replace_all_uses_with(dests[memref])
+            loaded.erase()
+
+
+def _single_use(value: ir.Value) -> bool:
+    uses = iter(value.uses)
+    return next(uses, None) is not None and next(uses, None) is None
+
+
+def _tied_init(value: ir.Value) -> ir.Value | None:
+    """The operand whose buffer `value` is computed in (destination-passing style),
+    for the ops results are commonly computed through; None for any other op."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    op = owner.operation
+    name, k = op.name, value.result_number
+    if name.startswith("linalg.") and "operandSegmentSizes" in op.attributes:
+        inputs = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])[0]
+        return op.operands[inputs + k]
+    if name in ("tensor.insert_slice", "tensor.insert"):
+        return op.operands[1]
+    if name == "scf.for":
+        return op.operands[3 + k]
+    if name == "scf.forall":
+        outputs = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])[3]
+        return op.operands[len(op.operands) - outputs + k]
+    if name in ("tensor.expand_shape", "tensor.collapse_shape"):
+        return op.operands[0]
+    return None
+
+
+def _compute_in_place(source: ir.Value, dest: ir.Value) -> None:
+    """Replace the `tensor.empty` a result is computed into with its output tensor.
+
+    What upstream `eliminate-empty-tensors` does, restricted to chains in which every
+    value has this one use: a value used elsewhere too (an init two scatters share, a
+    value returned beside an update of it) must not live in an output buffer that a
+    later write can reach, and one-shot-bufferize cannot always undo that choice
+    ("cannot avoid RaW conflict"). Such results are computed in a buffer of their own
+    and copied out."""
+    value = source
+    for _ in range(64):
+        if not _single_use(value):
+            return
+        owner = value.owner
+        if not isinstance(owner, ir.Block) and owner.operation.name == "tensor.empty":
+            if value.type == dest.type and not owner.operation.operands:
+                value.replace_all_uses_with(dest)
+                owner.operation.erase()
+            return
+        init = _tied_init(value)
+        if init is None:
+            return
+        value = init
+
+
+def split_shared_inits(op: Any, pass_: Any) -> None:
+    """Give every use of a shared tensor.empty / linalg.fill its own copy."""
+    for init in _ops_named(op, _INIT_OPS):
+        if len(init.results) != 1 or sum(1 for _ in init.results[0].uses) < 2:
+            continue
+        uses = [(use.owner, use.operand_number) for use in init.results[0].uses]
+        for owner, index in uses[1:]:
+            owner.operands[index] = _clone_for(init)
 
 
 def _clone_for(init: ir.Operation) -> ir.Value:
@@ -38,11 +137,3 @@ def _clone_for(init: ir.Operation) -> ir.Value:
             fresh_empty = dest_owner.operation.clone(ip=ir.InsertionPoint(clone))
             clone.operands[1] = fresh_empty.results[0]
     return clone.results[0]
-
-
-def split_shared_inits(op: Any, pass_: Any) -> None:
-    """Give every use of a shared tensor.empty / linalg.fill its own copy."""
-    for init in _shared_inits(op):
-        uses = [(use.owner, use.operand_number) for use in init.results[0].uses]
-        for owner, index in uses[1:]:
-            owner.operands[index] = _clone_for(init)

@@ -5,7 +5,7 @@ every leaf array of every parameter (tuples are flattened) is a memref the
 runtime fills from numpy without a copy (`bufferization.to_tensor restrict`),
 and every leaf of the result is written into a numpy-allocated memref
 (`bufferization.materialize_in_destination`). A non-default layout becomes a
-static strided memref layout. Imports `dialect` and `lowering.framework`.
+static strided memref layout. Imports `dialect` and `lowering.patterns`.
 """
 
 from __future__ import annotations
@@ -53,45 +53,6 @@ def _layouts(attrs: ir.Attribute | None, count: int) -> list[tuple[int, ...] | N
     return result
 
 
-# Ops whose result may share its operand's buffer after bufferization (views).
-_VIEWS = {"xhlo.reshape", "xhlo.slice", "xhlo.get_tuple_element", "xhlo.optimization_barrier",
-          "builtin.unrealized_conversion_cast"}
-
-
-def _shared(value: ir.Value) -> bool:
-    """Whether a result leaf (or a value it is a view of) is also used by other ops.
-
-    Such a value can end up computed in another result's output buffer (empty-tensor
-    elimination follows the other result's use-def chain back to it) and be overwritten
-    there before its own output is written: returning (dynamic_update_slice(c, u), c)
-    returned the updated array twice. Parameters live in the input buffers: never shared.
-    """
-    chain = [value]
-    while True:
-        owner = chain[-1].owner
-        if isinstance(owner, ir.Block) or owner.name not in _VIEWS or not len(owner.operands):
-            break
-        chain.append(owner.operands[0])
-    if not isinstance(owner, ir.Block) and owner.name == "bufferization.to_tensor":
-        return False
-    for k, v in enumerate(chain):
-        view = chain[k - 1].owner.operation if k else None
-        for use in v.uses:
-            user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-            if user.name in ("xhlo.tuple", "func.return") or (view is not None and user == view):
-                continue
-            return True
-    return False
-
-
-def _snapshot(value: ir.Value) -> ir.Value:
-    """A copy of `value` taken right where it is computed, before anything can overwrite it."""
-    owner = value.owner
-    point = (ir.InsertionPoint.at_block_begin(owner) if isinstance(owner, ir.Block)
-             else ir.InsertionPoint.after(owner))
-    with point:
-        signless = cast(value, signless_type(value.type))
-        return bufferization.AllocTensorOp(signless.type, [], copy=signless).result
 
 
 def _is_tuple(value: ir.Value) -> bool:
@@ -200,12 +161,12 @@ def rewrite_entry(f: func.FuncOp, dynamic_strides: bool = False) -> list[Shape]:
                   if not str(leaf.type).startswith("!xhlo.token")]
         for value, layout in zip(values, result_layouts, strict=True):
             leaf = shape_of(value)
-            stored = _snapshot(value) if _shared(value) else cast(value, signless_type(value.type))
             mtype = memref_type(leaf, layout)
             new_outputs.append(mtype)
             result_leaves.append(leaf if layout is None else leaf.with_layout(layout))
             out = block.add_argument(mtype, value.location)
-            bufferization.materialize_in_destination(None, stored, out, restrict=True, writable=True)
+            bufferization.materialize_in_destination(
+                None, cast(value, signless_type(value.type)), out, restrict=True, writable=True)
         func.ReturnOp([])
     ret.erase()
     for _ in old_args:
