@@ -22,10 +22,12 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/python -m ruff check .
 
-# One table of every issue-#7 workload (ours, numpy, JAX when the `bench` extra is
-# installed, targets, throughput, compile time), also written to bench/results.json.
+# One table of every issue-#7/#17 workload (ours, numpy, JAX when the `bench` extra is
+# installed, targets, throughput, compile times), also written to bench/results.json.
+# One row, quickly: make bench BENCH_ARGS="--quick --only sort"
+BENCH_ARGS ?=
 bench: $(STAMP)
-	cd bench && ../$(BIN)/python suite.py
+	cd bench && ../$(BIN)/python suite.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

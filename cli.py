@@ -188,8 +188,7 @@ def _import(path: Path) -> Any:
 
     if not path.is_file():
         raise CliError(f"no such file: {path}")
-    data = path.read_bytes()
-    return xm.import_stablehlo(data if data.startswith(b"ML\xefR") else data.decode(), filename=str(path))
+    return xm.import_stablehlo(path.read_bytes(), filename=str(path))  # text or bytecode
 
 
 def _add_import(subparsers: Any) -> None:

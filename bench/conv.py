@@ -14,24 +14,13 @@ root: `python bench/conv.py [batch] [padding]`.
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 import numpy as np
-from dot import medians
-from timing import Measurement, Workload
+from peers import jax, jax_compile
+from timing import Measurement, Workload, compile_ours, medians
 
 import xlamlir as xm
-from xlamlir.runtime.compiler import clear_cache
-
-try:  # optional: the `bench` extra
-    import jax
-    import jax.numpy as jnp
-
-    jax.config.update("jax_platforms", "cpu")
-except Exception:  # noqa: BLE001 - any import problem means "no JAX column"
-    jax = None
-    jnp = None
 
 
 def numpy_conv(x: np.ndarray, k: np.ndarray, padding: str) -> np.ndarray:
@@ -51,11 +40,7 @@ def conv3x3(batch: int = 8, padding: str = "SAME", rounds: int = 7) -> Measureme
     b.conv_general_dilated(b.parameter(0, xm.Shape.array(xm.F32, shape)),
                            b.parameter(1, xm.Shape.array(xm.F32, kernel)), (1, 1), padding,
                            dimension_numbers=("NHWC", "HWIO", "NHWC"))
-    computation = b.build()
-    clear_cache()
-    start = time.perf_counter()
-    exe = xm.compile(computation)
-    compile_s = time.perf_counter() - start
+    (exe,), compile_s = compile_ours(b.build())
     assert "vector.fma" in exe.stages["tiled"], "the convolution schedule did not apply"
 
     rng = np.random.default_rng(0)
@@ -64,16 +49,14 @@ def conv3x3(batch: int = 8, padding: str = "SAME", rounds: int = 7) -> Measureme
     expected = numpy_conv(x.astype(np.float64), k.astype(np.float64), padding)
     # Sums of 576 products of unit normals: absolute errors around sqrt(576) * eps(f32).
     np.testing.assert_allclose(exe(x, k), expected, rtol=1e-4, atol=1e-3)
-    jax_call = None
+    jax_call = jax_compile_s = None
     if jax is not None:
-        jitted = jax.jit(lambda x, k: jax.lax.conv_general_dilated(
-            x, k, (1, 1), padding, dimension_numbers=("NHWC", "HWIO", "NHWC")))
-        xd, kd = jnp.asarray(x), jnp.asarray(k)
-        np.testing.assert_allclose(np.asarray(jitted(xd, kd)), expected, rtol=1e-4, atol=1e-3)
-        jax_call = lambda: jitted(xd, kd).block_until_ready()  # noqa: E731
+        to_numpy, jax_call, jax_compile_s = jax_compile(lambda x, k: jax.lax.conv_general_dilated(
+            x, k, (1, 1), padding, dimension_numbers=("NHWC", "HWIO", "NHWC")), (x, k))
+        np.testing.assert_allclose(to_numpy(), expected, rtol=1e-4, atol=1e-3)
     ours, theirs, jax_s = medians([lambda: exe(x, k), lambda: numpy_conv(x, k, padding), jax_call], rounds)
     return Measurement(ours_s=ours, numpy_s=theirs, jax_s=jax_s, compile_s=compile_s,
-                       work=2 * expected.size * 9 * 64, unit="GFLOP/s")
+                       work=2 * expected.size * 9 * 64, unit="GFLOP/s", jax_compile_s=jax_compile_s)
 
 
 def workloads() -> list[Workload]:

@@ -10,43 +10,13 @@ bench/suite.py runs for these two rows. Run with `python bench/dot.py [m k n]`.
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from timing import Measurement, Workload
+from peers import jax, jax_compile, jnp
+from timing import Measurement, Workload, compile_ours, medians
 
 import xlamlir as xm
-from xlamlir.runtime.compiler import clear_cache
-
-try:  # optional: the `bench` extra
-    import jax
-    import jax.numpy as jnp
-
-    jax.config.update("jax_platforms", "cpu")
-except Exception:  # noqa: BLE001 - any import problem means "no JAX column"
-    jax = None
-    jnp = None
-
-
-def medians(fns: list[Callable[[], Any] | None], rounds: int) -> list[float | None]:
-    """Median seconds per call of each fn, each timed in its own block of `rounds` calls
-    after a warm-up call. Not interleaved: OpenBLAS's threads spin for a while after a
-    call and would take the cores from the next call of another library."""
-    times: list[float | None] = []
-    for f in fns:
-        if f is None:
-            times.append(None)
-            continue
-        f()
-        samples = []
-        for _ in range(rounds):
-            start = time.perf_counter()
-            f()
-            samples.append(time.perf_counter() - start)
-        times.append(float(np.median(samples)))
-    return times
 
 
 def dense(m: int, k: int, n: int, relu: bool, rounds: int = 15) -> Measurement:
@@ -60,11 +30,7 @@ def dense(m: int, k: int, n: int, relu: bool, rounds: int = 15) -> Measurement:
         bias = b.parameter(2, xm.Shape.array(xm.F32, (n,)))
         shapes.append((n,))
         y = b.max(b.add(y, b.broadcast_in_dim(bias, (m, n), (1,))), b.constant(np.float32(0)))
-    computation = b.build()
-    clear_cache()
-    start = time.perf_counter()
-    exe = xm.compile(computation)
-    compile_s = time.perf_counter() - start
+    (exe,), compile_s = compile_ours(b.build())
     assert "vector.fma" in exe.stages["tiled"], "the matmul schedule did not apply"
 
     rng = np.random.default_rng(0)
@@ -78,15 +44,13 @@ def dense(m: int, k: int, n: int, relu: bool, rounds: int = 15) -> Measurement:
     # Sums of k products of unit normals: absolute errors scale with sqrt(k) * eps(f32).
     tol = dict(rtol=1e-4, atol=1e-3 * np.sqrt(k / 64))
     np.testing.assert_allclose(exe(*args), expected, **tol)
-    jax_call = None
+    jax_call = jax_compile_s = None
     if jax is not None:
-        jitted = jax.jit(lambda *a: reference(*a, np=jnp))
-        device_args = tuple(jnp.asarray(a) for a in args)
-        np.testing.assert_allclose(np.asarray(jitted(*device_args)), expected, **tol)
-        jax_call = lambda: jitted(*device_args).block_until_ready()  # noqa: E731
+        to_numpy, jax_call, jax_compile_s = jax_compile(lambda *a: reference(*a, np=jnp), args)
+        np.testing.assert_allclose(to_numpy(), expected, **tol)
     ours, theirs, jax_s = medians([lambda: exe(*args), lambda: reference(*args), jax_call], rounds)
     return Measurement(ours_s=ours, numpy_s=theirs, jax_s=jax_s, compile_s=compile_s,
-                       work=2 * m * k * n, unit="GFLOP/s")
+                       work=2 * m * k * n, unit="GFLOP/s", jax_compile_s=jax_compile_s)
 
 
 def workloads() -> list[Workload]:

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import collections
+import faulthandler
 import os
 import sys
+import threading
 import time
 import traceback
 
@@ -27,6 +29,23 @@ from builder_fuzzer import RandomSource  # noqa: E402
 from differential_fuzzer import check_case, make_case  # noqa: E402
 
 
+def _watchdog(seed: int, timeout: float, counts: collections.Counter) -> threading.Timer:
+    """Ends the run if one case hangs (a loop that never exits, a compile that never ends),
+    saying which seed: the timer needs the GIL, so faulthandler's own watchdog thread, which
+    does not, dumps the stacks and exits a little later as a backstop."""
+    def expire() -> None:
+        print(f"seed {seed}: still running after {timeout:.0f} s (hang or pathological "
+              f"compile); {counts['cases'] - 1} cases before it, {counts['failures']} failures",
+              flush=True)
+        faulthandler.dump_traceback(all_threads=True)
+        os._exit(3)
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    timer.start()
+    faulthandler.dump_traceback_later(timeout + 30, exit=True)
+    return timer
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", type=int, default=None, help="number of cases (default: no limit)")
@@ -34,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="stop after this long (default 60 unless --cases is given)")
     parser.add_argument("--seed", type=int, default=0, help="first seed")
     parser.add_argument("--ops", type=int, default=10, help="most generated ops per case")
+    parser.add_argument("--case-timeout", type=float, default=120.0,
+                        help="a case running longer is reported with its seed and ends the run")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print every case's ops (and the module of a failing one)")
     args = parser.parse_args(argv)
@@ -52,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             break
         counts["cases"] += 1
         case = None
+        watchdog = _watchdog(seed, args.case_timeout, counts)
         try:
             case = make_case(RandomSource(seed), args.ops)
             problem = check_case(case)
@@ -59,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:  # noqa: BLE001 - every escape is a finding
             problem = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
             kind = f"error {type(e).__name__}"
+        finally:
+            watchdog.cancel()
+            faulthandler.cancel_dump_traceback_later()
         if args.verbose and case is not None:
             print(f"-- seed {seed}")
             print("\n".join(f"  {line}" for line in case.trace))

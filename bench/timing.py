@@ -1,12 +1,24 @@
-"""Timing helper shared by the benchmark scripts (run from this folder's parent)."""
+"""Timing helpers shared by the benchmark scripts (run from this folder, or with it on sys.path).
+
+`QUICK` (set by `suite.py --quick`) divides every repetition count; `COMPILE_ONLY`
+(set by `suite.py --compile-only`, the warm-cache subprocess) makes `compile_ours`
+stop the workload right after its compile, reporting the seconds in `CompiledOnly`.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+import xlamlir as xm
+from xlamlir.runtime.compiler import clear_cache
+
+QUICK = False
+COMPILE_ONLY = False
 
 
 @dataclass
@@ -19,6 +31,8 @@ class Measurement:
     compile_s: float
     work: float | None  # bytes moved or flops per call, for the throughput column
     unit: str  # "GB/s" or "GFLOP/s"
+    jax_compile_s: float | None = None  # jax.jit(f).lower(*args).compile(), timed
+    warm_compile_s: float | None = None  # ours again in a second process (persistent cache)
 
 
 @dataclass
@@ -30,10 +44,36 @@ class Workload:
     target_s: float | None  # the issue's target per call, None when there is none
 
 
+class CompiledOnly(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by `compile_ours` under COMPILE_ONLY: the workload stops after compiling."""
+
+    def __init__(self, seconds: float, disk_cache: list[str]) -> None:
+        super().__init__(f"compiled in {seconds:.3f} s (disk cache: {', '.join(disk_cache)})")
+        self.seconds = seconds
+        self.disk_cache = disk_cache  # "hit", "miss" or "off" per computation
+
+
+def rounds(n: int) -> int:
+    """`n` repetitions, or a quarter of them (at least 3) in quick mode."""
+    return max(3, n // 4) if QUICK else n
+
+
+def compile_ours(*computations: xm.XlaComputation) -> tuple[list[Any], float]:
+    """Compile each computation with the in-process cache cleared (a cold compile, not a
+    hit left by an earlier row); the executables and the total seconds."""
+    clear_cache()
+    start = time.perf_counter()
+    exes = [xm.compile(c) for c in computations]
+    seconds = time.perf_counter() - start
+    if COMPILE_ONLY:
+        raise CompiledOnly(seconds, [str(e.compile_stats.get("disk_cache", "-")) for e in exes])
+    return exes, seconds
+
+
 def best_of(fn: Callable[[], object], repeats: int, inner: int) -> float:
     """Median over `repeats` of the mean time of `inner` calls, in seconds."""
     samples = []
-    for _ in range(repeats):
+    for _ in range(rounds(repeats)):
         start = time.perf_counter()
         for _ in range(inner):
             fn()
@@ -45,8 +85,15 @@ def median_time(fn: Callable[[], object], repeats: int) -> float:
     """Median wall time of `repeats` calls of `fn`, in seconds, after one warm-up call."""
     fn()
     samples = []
-    for _ in range(repeats):
+    for _ in range(rounds(repeats)):
         start = time.perf_counter()
         fn()
         samples.append(time.perf_counter() - start)
     return float(np.median(samples))
+
+
+def medians(fns: list[Callable[[], Any] | None], repeats: int) -> list[float | None]:
+    """Median seconds per call of each fn, each timed in its own block of `repeats` calls
+    after a warm-up call. Not interleaved: OpenBLAS's threads spin for a while after a
+    call and would take the cores from the next call of another library."""
+    return [None if f is None else median_time(f, repeats) for f in fns]

@@ -7,8 +7,8 @@ from `int()`...) because an argument was of the wrong kind (None, a string, a
 float where ints are asked for, an op of another builder), the caller gets a
 `ShapeError` naming the method and the argument instead. A failure with every
 argument of the right kind is a bug and propagates as it is.
-XlaBuilder applies this to every public method (builder.builder). Imports
-`dialect`.
+Every public method of XlaBuilder has it applied when its class is created
+(`builder.recorder.api_method`). Imports `dialect`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,7 @@ import numpy as np
 
 from ..dialect.errors import ShapeError, XlaError
 from ..dialect.shape import Shape
-
-# Arguments annotated XlaOp that also take a Python/numpy scalar (made a constant).
-_SCALAR_OK = {("pad", "padding_value")}
+from .xla_op import XlaOp
 
 
 def _is_int(v: Any) -> bool:
@@ -48,11 +46,9 @@ def _is_int_list(v: Any) -> bool:
 
 
 def _is_op(builder: Any, method: str, v: Any) -> bool:
-    from .xla_op import XlaOp
-
     if not isinstance(v, XlaOp):
         return False
-    builder._check_operand(method, v)  # an op of another builder: ShapeError naming it
+    builder.check_operand(method, v)  # an op of another builder: ShapeError naming it
     return True
 
 
@@ -73,6 +69,7 @@ def _is_scalar(v: Any) -> bool:
 # annotation text -> (what it means, in words; predicate(builder, method, value))
 _KINDS: dict[str, tuple[str, Callable[[Any, str, Any], bool]]] = {
     "XlaOp": ("an XlaOp", _is_op),
+    "XlaOp | Scalar": ("an XlaOp or a scalar", lambda b, m, v: _is_scalar(v) or _is_op(b, m, v)),
     "XlaOp | None": ("an XlaOp or None", lambda b, m, v: v is None or _is_op(b, m, v)),
     "Sequence[XlaOp]": ("a list of XlaOps", _is_op_list),
     "XlaOp | Sequence[XlaOp]": ("an XlaOp or a list of XlaOps", _is_op_list),
@@ -120,9 +117,6 @@ def checked(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         if kind is None:
             continue
         description, ok = kind
-        if description == "an XlaOp" and (name, p.name) in _SCALAR_OK:
-            description, ok = "an XlaOp or a scalar", (
-                lambda b, m, v, _ok=ok: _is_scalar(v) or _ok(b, m, v))
         checks.append((p.name, p.default, description, ok))
     if not checks:
         return fn

@@ -5,23 +5,22 @@ dimensions; a lower-rank operand is mapped into the higher-rank one by
 `broadcast_dimensions` (strictly increasing), after which degenerate
 dimensions broadcast as well. The result is expressed with explicit
 `broadcast_in_dim` ops, so the dialect's binary ops only ever see equal shapes.
-Imports `dialect`.
+A Python or numpy scalar on one side becomes a constant of the other side's element
+type first, as with the operators. Imports `dialect`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..dialect.errors import ShapeError
-from ..dialect.sequences import int_list as _int_list
+from . import args
+from .recorder import Recorder, is_number
 from .xla_op import XlaOp
 
-if TYPE_CHECKING:
-    from .builder import XlaBuilder
 
-
-def broadcast_to(builder: XlaBuilder, operand: XlaOp, dims: tuple[int, ...],
+def broadcast_to(builder: Recorder, operand: XlaOp, dims: tuple[int, ...],
                  mapping: tuple[int, ...]) -> XlaOp:
     """`operand` broadcast to `dims`, its dimension i landing on output dimension mapping[i]."""
     if operand.shape.dimensions == dims and mapping == tuple(range(len(dims))):
@@ -29,15 +28,25 @@ def broadcast_to(builder: XlaBuilder, operand: XlaOp, dims: tuple[int, ...],
     return builder.broadcast_in_dim(operand, dims, mapping)
 
 
-def broadcast_binary_operands(builder: XlaBuilder, op: str, lhs: XlaOp, rhs: XlaOp,
+def scalars_as_ops(builder: Recorder, op: str, lhs: Any, rhs: Any) -> tuple[Any, Any]:
+    """A scalar beside an XlaOp as a constant of the op's element type (`b.max(x, 0.0)`)."""
+    if isinstance(lhs, XlaOp) and is_number(rhs):
+        rhs = builder.scalar_as_op(op, rhs, like=lhs)
+    elif isinstance(rhs, XlaOp) and is_number(lhs):
+        lhs = builder.scalar_as_op(op, lhs, like=rhs)
+    return lhs, rhs
+
+
+def broadcast_binary_operands(builder: Recorder, op: str, lhs: Any, rhs: Any,
                               broadcast_dimensions: Sequence[int]) -> tuple[XlaOp, XlaOp]:
-    lhs = builder._check_operand(op, lhs)
-    rhs = builder._check_operand(op, rhs)
+    lhs, rhs = scalars_as_ops(builder, op, lhs, rhs)
+    lhs = builder.check_operand(op, lhs)
+    rhs = builder.check_operand(op, rhs)
     shapes = [lhs.shape, rhs.shape]
     for s in shapes:
         if not s.is_array():
             raise ShapeError(op, shapes, f"operands must be arrays, got {s}")
-    bdims = _int_list(broadcast_dimensions, "broadcast_dimensions", op)
+    bdims = args.ints(op, broadcast_dimensions, "broadcast_dimensions")
     lo, hi = (lhs, rhs) if lhs.shape.rank <= rhs.shape.rank else (rhs, lhs)
     lo_dims, hi_dims = lo.shape.dimensions, hi.shape.dimensions
     if bdims and lo.shape.rank == hi.shape.rank and bdims != tuple(range(hi.shape.rank)):

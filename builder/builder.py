@@ -1,286 +1,36 @@
-"""XlaBuilder: records ops with their inferred shapes and builds an XlaComputation.
+"""XlaBuilder: the whole builder API in one class statement.
 
-Every op goes through `_emit(opdef, operands, attrs)`, which runs the op's
-shape rule from the registry; MLIR is produced only by `build()`
-(`builder.emit`). Methods generated from the registry are attached in
-`builder.methods`. Imports `dialect`.
+Each base is one family of methods (`builder/methods_<family>.py`), all deriving from
+`Recorder` (`builder/recorder.py`), which records ops and holds parameters, constants,
+tuples, sub-computation tracing and `build`. `GeneratedMethods` holds the methods made
+from the op registry (the elementwise unary/binary ops and the comparison directions),
+so a new op of that kind needs no builder edit (docs/adding_ops.md); it comes last, so
+a hand-written method of the same name would take precedence. Imports `dialect`.
 """
 
 from __future__ import annotations
 
-import inspect
-import itertools
-import numbers
-import os
-import sys
-import warnings
-from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
-
-from ..dialect.element_types import PrimitiveType, dtype_of, type_of
-from ..dialect.errors import ShapeError
-from ..dialect.registry import OpDef, lookup
-from ..dialect.shape import Shape
-from .argcheck import checked
-from .xla_op import XlaOp
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_UIDS = itertools.count()
+from .methods_batch_norm import BatchNormMethods
+from .methods_collective import CollectiveMethods
+from .methods_control import ControlMethods
+from .methods_conv import ConvMethods
+from .methods_custom import CustomCallMethods
+from .methods_dot import DotMethods
+from .methods_elementwise import ElementwiseMethods
+from .methods_fft import FftMethods
+from .methods_generated import GeneratedMethods
+from .methods_indexing import IndexingMethods
+from .methods_io import IoMethods
+from .methods_linear_algebra import LinearAlgebraMethods
+from .methods_reduce import ReduceMethods
+from .methods_rng import RngMethods
+from .methods_shape import ShapeMethods
+from .methods_sort import SortMethods
 
 
-def user_location() -> tuple[str, int] | None:
-    """File and line of the innermost caller outside this package."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE_DIR) or "/tests/" in filename:
-            return filename, frame.f_lineno
-        frame = frame.f_back
-    return None
-
-
-def _python_scalar_type(value: Any) -> PrimitiveType | None:
-    if isinstance(value, np.generic):
-        return None
-    if isinstance(value, bool):
-        return PrimitiveType.PRED
-    if isinstance(value, int):
-        return PrimitiveType.S32
-    if isinstance(value, float):
-        return PrimitiveType.F32
-    if isinstance(value, complex):
-        return PrimitiveType.C64
-    return None
-
-
-def _is_number(value: Any) -> bool:
-    if isinstance(value, np.ndarray):
-        return value.ndim == 0 and value.dtype.kind in "biufc"
-    return isinstance(value, (numbers.Number, np.number, np.bool_))
-
-
-def _scalar_like(value: Any, shape: Shape) -> np.ndarray:
-    """`value` as a 0-d array of `shape`'s dtype; ShapeError if that would change it (beyond
-    rounding to a floating type), e.g. 1.5 or 2**40 for s32, 1j for f32."""
-    array = np.asarray(value)
-    t = shape.element_type
-    try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            out = array.astype(shape.dtype)
-    except (OverflowError, TypeError, ValueError):
-        out = None
-    exact = out is not None and (
-        out.item() == array.item() if not (t.is_floating or t.is_complex)
-        else t.is_complex or array.dtype.kind != "c" or array.item().imag == 0)
-    if not exact:
-        raise ShapeError("constant", [shape], f"the scalar {value!r} cannot be used as {t} "
-                         "without changing its value")
-    return out
-
-
-def _program_shapes(computation: Any) -> Any:
-    if isinstance(computation, (list, tuple)):
-        return [c.program_shape() for c in computation]
-    return computation.program_shape()
-
-
-def _check_arity(op_name: str, role: str, computation: Any, param_shapes: Sequence[Shape]) -> None:
-    """ShapeError when a callable cannot take one argument per parameter (a wrong signature)."""
-    try:
-        signature = inspect.signature(computation)
-    except (TypeError, ValueError):
-        return  # a builtin or C callable: let the call itself decide
-    try:
-        signature.bind(*param_shapes)
-    except TypeError:
-        raise ShapeError(op_name, param_shapes, f"{role} {signature} cannot be called with "
-                         f"{len(param_shapes)} parameter(s) ({', '.join(map(str, param_shapes))})") \
-            from None
-
-
-class _CheckedMethods(type):
-    """Every public method of XlaBuilder, also those attached later by the op families, has
-    its arguments' kinds checked first (builder.argcheck): a wrong kind is a ShapeError."""
-
-    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> type:
-        for key, value in list(namespace.items()):
-            if not key.startswith("_") and inspect.isfunction(value):
-                namespace[key] = checked(key, value)
-        return super().__new__(mcs, name, bases, namespace)
-
-    def __setattr__(cls, key: str, value: Any) -> None:
-        if not key.startswith("_") and inspect.isfunction(value):
-            value = checked(key, value)
-        super().__setattr__(key, value)
-
-
-class XlaBuilder(metaclass=_CheckedMethods):
-    """Builds one computation: `parameter`, `constant`, the ops, then `build`."""
-
-    def __init__(self, name: str = "main") -> None:
-        if not isinstance(name, str) or not name:
-            raise ShapeError("XlaBuilder", [], f"the name must be a non-empty string, got {name!r}")
-        self.name = name
-        self.parameters: dict[int, XlaOp] = {}
-        self.ops: list[XlaOp] = []
-        self._built = False
-
-    def __repr__(self) -> str:
-        return f"XlaBuilder({self.name!r}, {len(self.ops)} ops)"
-
-    def _next_uid(self) -> int:
-        return next(_UIDS)
-
-    # -- graph recording -------------------------------------------------------------------
-
-    def _check_operand(self, op_name: str, operand: Any) -> XlaOp:
-        if not isinstance(operand, XlaOp):
-            raise ShapeError(op_name, [], f"expected an XlaOp operand, got {type(operand).__name__}")
-        if operand.builder is not self:
-            raise ShapeError(op_name, [operand.shape],
-                             f"operand {operand!r} belongs to builder {operand.builder.name!r}, "
-                             f"not {self.name!r} (computations are closed)")
-        return operand
-
-    def _emit(self, opdef: OpDef | str, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
-              ) -> XlaOp:
-        """Run the op's shape rule and record it; the only way ops enter a computation."""
-        if isinstance(opdef, str):
-            opdef = lookup(opdef)
-        attrs = dict(attrs or {})
-        args: list[Any] = []
-        shapes: list[Any] = []
-        for spec, operand in zip(opdef.operands, operands, strict=True):
-            if spec.variadic:
-                group = tuple(self._check_operand(opdef.name, o) for o in operand)
-                args.append(group)
-                shapes.append(tuple(o.shape for o in group))
-            else:
-                op = self._check_operand(opdef.name, operand)
-                args.append(op)
-                shapes.append(op.shape)
-        # A shape rule sees a sub-computation as its program shape (params, result).
-        infer_attrs = {k: (_program_shapes(v) if k in opdef.computations else v)
-                       for k, v in attrs.items()}
-        location = user_location()
-        try:
-            shape = opdef.infer(*shapes, **infer_attrs)
-        except ShapeError as e:
-            if location is not None and " (at " not in str(e):
-                e.args = (f"{e.args[0]} (at {location[0]}:{location[1]})", *e.args[1:])
-            raise
-        op = XlaOp(self, shape, opdef=opdef, operands=tuple(args), attrs=attrs, location=location)
-        self.ops.append(op)
-        return op
-
-    def _as_op(self, value: Any, like: XlaOp | None = None) -> XlaOp:
-        """An XlaOp as is; a Python or numpy scalar as a constant of `like`'s element type."""
-        if isinstance(value, XlaOp):
-            return value
-        if like is not None and like.shape.is_array() and _is_number(value):
-            return self.constant(_scalar_like(value, like.shape))
-        return self.constant(value)
-
-    # -- parameters and constants ---------------------------------------------------------
-
-    def parameter(self, number: int, shape: Shape, name: str = "") -> XlaOp:
-        if not isinstance(number, (int, np.integer)) or isinstance(number, bool) or number < 0:
-            raise ShapeError("parameter", [], f"the parameter number must be an int >= 0, got {number!r}")
-        if not isinstance(shape, Shape):
-            raise ShapeError("parameter", [], f"expected an xm.Shape, got {type(shape).__name__}")
-        if int(number) in self.parameters:
-            raise ShapeError("parameter", [shape], f"parameter number {number} is already defined")
-        op = XlaOp(self, shape, parameter_number=int(number), parameter_name=name,
-                   location=user_location())
-        self.parameters[int(number)] = op
-        self.ops.append(op)
-        return op
-
-    def constant(self, value: Any) -> XlaOp:
-        """A literal: numpy values keep their dtype; bool/int/float/complex become
-        PRED/S32/F32/C64; a Python tuple becomes a tuple constant."""
-        if isinstance(value, tuple):
-            return self.tuple([self.constant(v) for v in value])
-        scalar_type = _python_scalar_type(value)
-        if scalar_type is not None:
-            array = np.asarray(value)
-            if scalar_type == PrimitiveType.S32 and not -(2**31) <= value < 2**31:
-                raise ShapeError("constant", [], f"the Python int {value} does not fit in s32; "
-                                 "pass a numpy scalar of a wider type")
-            array = array.astype(dtype_of(scalar_type))
-        else:
-            array = np.asarray(value)
-        try:
-            element_type = type_of(array.dtype)
-        except ShapeError:
-            raise ShapeError("constant", [],
-                             f"no XLA element type for a value of dtype {array.dtype}") from None
-        shape = Shape.array(element_type, array.shape)
-        op = XlaOp(self, shape, opdef=lookup("constant"), operands=(),
-                   attrs={"value": array.copy(), "shape": shape}, location=user_location())
-        self.ops.append(op)
-        return op
-
-    # -- sub-computations -------------------------------------------------------------------
-
-    def _subcomputation(self, op_name: str, computation: Any, param_shapes: Sequence[Shape],
-                        role: str = "computation") -> Any:
-        """An XlaComputation taking `param_shapes`: given as one, or traced from a callable."""
-        from .computation import XlaComputation
-
-        # Computations see values in the default layout (XLA compares shapes without them).
-        param_shapes = [s.with_default_layout() if not s.is_token() else s for s in param_shapes]
-        if isinstance(computation, XlaComputation):
-            given = [s.with_default_layout() if not s.is_token() else s
-                     for s in computation.program_shape()[0]]
-            if given != list(param_shapes):
-                raise ShapeError(op_name, param_shapes,
-                                 f"{role} {computation.name!r} takes ({', '.join(map(str, given))}) "
-                                 f"but is called with ({', '.join(map(str, param_shapes))})")
-            return computation
-        if not callable(computation):
-            raise ShapeError(op_name, [], f"{role} must be an XlaComputation or a callable, "
-                             f"got {type(computation).__name__}")
-        _check_arity(op_name, role, computation, param_shapes)
-        sub = XlaBuilder(f"{self.name}_{op_name}_{role}")
-        params = [sub.parameter(i, s) for i, s in enumerate(param_shapes)]
-        root = computation(*params)
-        if isinstance(root, (list, tuple)):
-            root = sub.tuple(list(root))
-        if not isinstance(root, XlaOp):
-            raise ShapeError(op_name, [], f"{role} must return an XlaOp (or a list of them), "
-                             f"got {type(root).__name__}")
-        if root.builder is not sub:
-            raise ShapeError(op_name, [root.shape], f"{role} returned {root!r}, an op of builder "
-                             f"{root.builder.name!r}; sub-computations are closed")
-        return sub.build(root)
-
-    # -- tuples ------------------------------------------------------------------------------
-
-    def tuple(self, elements: Sequence[XlaOp]) -> XlaOp:
-        return self._emit("tuple", [list(elements)])
-
-    def get_tuple_element(self, tuple_data: XlaOp, index: int) -> XlaOp:
-        tuple_data = self._check_operand("get_tuple_element", tuple_data)
-        if tuple_data.opdef is not None and tuple_data.opdef.name == "tuple":
-            # Direct forwarding keeps the graph small; the shape rule still runs.
-            lookup("get_tuple_element").infer(tuple_data.shape, index=index)
-            return tuple_data.operands[0][index]
-        return self._emit("get_tuple_element", [tuple_data], {"index": int(index)})
-
-    # -- building ----------------------------------------------------------------------------
-
-    def build(self, root: XlaOp | Sequence[XlaOp] | None = None) -> Any:
-        from .computation import XlaComputation
-
-        if isinstance(root, (list, tuple)):
-            root = self.tuple(list(root))
-        if root is None:
-            if not self.ops:
-                raise ShapeError("build", [], f"builder {self.name!r} has no ops to return")
-            root = self.ops[-1]
-        root = self._check_operand("build", root)
-        return XlaComputation.from_builder(self, root)
+class XlaBuilder(ElementwiseMethods, ShapeMethods, ReduceMethods, ControlMethods, ConvMethods,
+                 BatchNormMethods, DotMethods, IndexingMethods, SortMethods, LinearAlgebraMethods,
+                 FftMethods, RngMethods, CollectiveMethods, IoMethods, CustomCallMethods,
+                 GeneratedMethods):
+    """Builds one computation: `parameter`, `constant`, the ops, then `build`
+    (the API of ../shared/API.md; `help(XlaBuilder)` lists every method by family)."""

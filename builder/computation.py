@@ -1,6 +1,6 @@
 """XlaComputation: a built computation, held as the MLIR text of its module.
 
-Imports `dialect` and `builder.emit`.
+Imports `dialect`, `builder.emit` and `builder.graphviz`.
 """
 
 from __future__ import annotations
@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..dialect.shape import Shape
+from ..dialect.verify import ENTRY
+from . import graphviz
 from .emit import ModuleEmitter, check_parameters
 
 if TYPE_CHECKING:
-    from .builder import XlaBuilder
+    from .recorder import Recorder as XlaBuilder
     from .xla_op import XlaOp
 
 
@@ -36,6 +38,16 @@ class XlaComputation:
         comp.as_mlir_text()  # emit now, so errors surface at build()
         return comp
 
+    @property
+    def builder(self) -> XlaBuilder | None:
+        """The builder that recorded the computation (None for one made from text)."""
+        return self._builder
+
+    @property
+    def root(self) -> XlaOp | None:
+        """The op the computation returns (None for one made from text)."""
+        return self._root
+
     def program_shape(self) -> tuple[list[Shape], Shape]:
         return list(self._parameter_shapes), self._result_shape
 
@@ -48,7 +60,7 @@ class XlaComputation:
         file:line that built it (what the compiler parses, so diagnostics name it)."""
         if self._text is None:
             emitter = ModuleEmitter()
-            self.emit_into(emitter, "main", private=False)
+            self.emit_into(emitter, ENTRY, private=False)
             self._text, self._located_text = emitter.text()
         if locations:
             return self._located_text or self._text
@@ -66,17 +78,11 @@ class XlaComputation:
 
     def to_dot(self) -> str:
         """The computation as a Graphviz graph (ops with shapes, sub-computations as clusters)."""
-        from .graph import to_dot
-
-        return to_dot(self)
+        return graphviz.to_dot(self)
 
     def render(self, path: str, fmt: str | None = None) -> str:
         """Render the graph with Graphviz's `dot` to `path` (format from its suffix)."""
-        from .graph import render
-
-        return render(self, path, fmt)
+        return graphviz.render(self, path, fmt)
 
     def _repr_svg_(self) -> str | None:
-        from .graph import svg
-
-        return svg(self)
+        return graphviz.svg(self)

@@ -21,12 +21,11 @@ from ..dialect.irdl import OPERAND_SEGMENTS, RESULT_SEGMENTS, new_context, segme
 from ..dialect.mlir_types import to_mlir_type_text
 from ..dialect.registry import ELEMENTS
 from ..dialect.shape import Shape
-from ..dialect.verify import LAYOUT_ATTR
+from ..dialect.verify import ENTRY, LAYOUT_ATTR
 from .xla_op import XlaOp
 
 if TYPE_CHECKING:
-    from .builder import XlaBuilder
-
+    from .recorder import Recorder as XlaBuilder
 
 
 class _TypeCache:
@@ -49,7 +48,8 @@ def _location(op: XlaOp) -> ir.Location:
     return ir.Location.name(name, childLoc=ir.Location.file(filename, line, 0))
 
 
-def _topological(roots: list[XlaOp]) -> list[XlaOp]:
+def topological(roots: list[XlaOp]) -> list[XlaOp]:
+    """Every op the roots depend on, operands before users."""
     order: list[XlaOp] = []
     seen: set[int] = set()
     stack: list[tuple[XlaOp, bool]] = [(root, False) for root in reversed(roots)]
@@ -77,7 +77,7 @@ def _inputs(op: XlaOp) -> list[XlaOp]:
     return flat
 
 
-def _side_effects(builder: XlaBuilder) -> list[XlaOp]:
+def side_effects(builder: XlaBuilder) -> list[XlaOp]:
     """Ops that run even when nothing uses their result (XLA keeps them too)."""
     return [op for op in builder.ops if op.opdef is not None
             and (op.opdef.side_effect or op.attrs.get("has_side_effect"))]
@@ -113,7 +113,7 @@ class ModuleEmitter:
             block = f.add_entry_block()
             values: dict[int, ir.Value] = {p.uid: block.arguments[i] for i, p in enumerate(params)}
             with ir.InsertionPoint(block):
-                for op in _topological([*_side_effects(root.builder), root]):
+                for op in topological([*side_effects(root.builder), root]):
                     if op.uid in values:
                         continue
                     if op.parameter_number is not None:
@@ -188,7 +188,7 @@ class ModuleEmitter:
         existing = {str(op.attributes["sym_name"]).strip('"') for op in self.module.body.operations}
         name = base
         for i in itertools.count(1):
-            if name not in existing and name != "main":
+            if name not in existing and name != ENTRY:
                 break
             name = f"{base}_{i}"
         self.symbols[key] = name

@@ -1,4 +1,5 @@
-"""Hand-written XlaBuilder methods of the collective family. Imports `dialect` and `builder`.
+"""CollectiveMethods: the XlaBuilder methods of the collective family. Imports `dialect`
+and `builder.recorder`.
 
 all_reduce and reduce_scatter take an array, a tuple-shaped XlaOp or a list of
 arrays; the latter two give a tuple result (seed: "a non-empty tuple of
@@ -10,8 +11,7 @@ one group of every replica) and reach the dialect as XLA's text form.
 from __future__ import annotations
 
 import inspect
-import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,12 +19,9 @@ import numpy as np
 from ..dialect.errors import ShapeError
 from ..dialect.ops_collective import format_replica_groups, require_arrays
 from ..dialect.shape import Shape
-from .builder import XlaBuilder
-from .methods_reduce import _results, _traced
-from .methods_shape import _int
+from . import args
+from .recorder import Recorder
 from .xla_op import XlaOp
-
-METHODS: dict[str, Callable[..., Any]] = {}
 
 
 def _groups(op: str, replica_groups: Any) -> str:
@@ -39,31 +36,28 @@ def _groups(op: str, replica_groups: Any) -> str:
         if isinstance(g, (str, bytes)) or not isinstance(g, (Sequence, np.ndarray)):
             raise ShapeError(op, [], f"replica_groups must be a list of lists of replica ids, "
                              f"got {replica_groups!r}")
-        ids = []
-        for r in g:
-            if isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Integral) or r < 0:
-                raise ShapeError(op, [], f"replica ids must be non-negative ints, got {r!r} in "
-                                 f"{replica_groups!r}")
-            ids.append(int(r))
-        groups.append(ids)
+        ids = args.ints(op, g, "each replica group")
+        if any(r < 0 for r in ids):
+            raise ShapeError(op, [], f"replica ids must be non-negative, got {replica_groups!r}")
+        groups.append(list(ids))
     return format_replica_groups(groups)
 
 
 def _channel(op: str, channel_id: Any) -> int:
     if channel_id is None:
         return 0
-    value = _int(op, channel_id, "channel_id")
+    value = args.integer(op, channel_id, "channel_id")
     if value <= 0:
         raise ShapeError(op, [], f"channel_id must be a positive int, got {channel_id!r}")
     return value
 
 
-def _leaves(self: XlaBuilder, op: str, operand: Any) -> tuple[list[XlaOp], bool]:
+def _leaves(self: Recorder, op: str, operand: Any) -> tuple[list[XlaOp], bool]:
     """The arrays to reduce: one array, a tuple-shaped op's elements, or a list's elements;
     and whether the result is a tuple."""
     if isinstance(operand, (list, tuple)):
-        return [self._check_operand(op, o) for o in operand], True
-    operand = self._check_operand(op, operand)
+        return [self.check_operand(op, o) for o in operand], True
+    operand = self.check_operand(op, operand)
     if operand.shape.is_tuple():
         return [self.get_tuple_element(operand, i)
                 for i in range(len(operand.shape.tuple_shapes))], True
@@ -91,106 +85,97 @@ def _arity(computation: Any) -> int | None:
     return len(params)
 
 
-def replica_id(self: XlaBuilder) -> XlaOp:
-    """This replica's id: u32 in [0, num_replicas) (spec#replica_id)."""
-    return self._emit("replica_id", [], {})
+class CollectiveMethods(Recorder):
+    """The cross-replica collectives and the replica/partition ids."""
 
+    def replica_id(self) -> XlaOp:
+        """This replica's id: u32 in [0, num_replicas) (spec#replica_id)."""
+        return self.emit("replica_id", [], {})
 
-def partition_id(self: XlaBuilder) -> XlaOp:
-    """This partition's id: u32, always 0 (one partition per replica)."""
-    return self._emit("partition_id", [], {})
+    def partition_id(self) -> XlaOp:
+        """This partition's id: u32, always 0 (one partition per replica)."""
+        return self.emit("partition_id", [], {})
 
-
-def all_reduce(self: XlaBuilder, operand: Any, computation: Any, replica_groups: Any = None,
-               channel_id: int | None = None) -> XlaOp:
-    """Reduce `operand` (an array, or a tuple/list of arrays) element-wise across each replica
-    group with `computation` `(acc..., x...) -> (acc...)` (spec#all_reduce)."""
-    op = "all_reduce"
-    ops, as_tuple = _leaves(self, op, operand)
-    groups, channel = _groups(op, replica_groups), _channel(op, channel_id)
-    require_arrays(op, [o.shape for o in ops], allow_many=True)
-    comp = _traced(self, op, computation, _reducer_params(ops, computation))
-    emitted = self._emit(op, [ops], {"computation": comp, "replica_groups": groups,
-                                     "channel_id": channel})
-    return _results(self, emitted, as_tuple)
-
-
-def cross_replica_sum(self: XlaBuilder, operand: Any, replica_groups: Any = None) -> XlaOp:
-    """all_reduce with addition (spec#crossreplicasum); a tuple's elements are summed each
-    on its own, whatever their shapes and types."""
-    ops, as_tuple = _leaves(self, "cross_replica_sum", operand)
-    require_arrays("cross_replica_sum", [o.shape for o in ops], allow_many=True)
-    sums = [all_reduce(self, o, lambda a, c: a.builder.add(a, c), replica_groups) for o in ops]
-    return self.tuple(sums) if as_tuple else sums[0]
-
-
-def reduce_scatter(self: XlaBuilder, operand: Any, computation: Any, scatter_dimension: int,
-                   shard_count: int, replica_groups: Any = None,
+    def all_reduce(self, operand: Any, computation: Any, replica_groups: Any = None,
                    channel_id: int | None = None) -> XlaOp:
-    """all_reduce, then replica i of each group keeps block i of `scatter_dimension`
-    (spec#reduce_scatter)."""
-    op = "reduce_scatter"
-    ops, as_tuple = _leaves(self, op, operand)
-    attrs = {"scatter_dimension": _int(op, scatter_dimension, "scatter_dimension"),
-             "shard_count": _int(op, shard_count, "shard_count"),
-             "replica_groups": _groups(op, replica_groups), "channel_id": _channel(op, channel_id)}
-    require_arrays(op, [o.shape for o in ops], allow_many=True)
-    attrs["computation"] = _traced(self, op, computation, _reducer_params(ops, computation))
-    return _results(self, self._emit(op, [ops], attrs), as_tuple)
+        """Reduce `operand` (an array, or a tuple/list of arrays) element-wise across each replica
+        group with `computation` `(acc..., x...) -> (acc...)` (spec#all_reduce)."""
+        op = "all_reduce"
+        ops, as_tuple = _leaves(self, op, operand)
+        groups, channel = _groups(op, replica_groups), _channel(op, channel_id)
+        require_arrays(op, [o.shape for o in ops], allow_many=True)
+        comp = self.trace(op, computation, _reducer_params(ops, computation))
+        emitted = self.emit(op, [ops], {"computation": comp, "replica_groups": groups,
+                                         "channel_id": channel})
+        return self.results(emitted, as_tuple)
 
+    def cross_replica_sum(self, operand: Any, replica_groups: Any = None) -> XlaOp:
+        """all_reduce with addition (spec#crossreplicasum); a tuple's elements are summed each
+        on its own, whatever their shapes and types."""
+        ops, as_tuple = _leaves(self, "cross_replica_sum", operand)
+        require_arrays("cross_replica_sum", [o.shape for o in ops], allow_many=True)
+        sums = [self.all_reduce(o, lambda a, c: a.builder.add(a, c), replica_groups) for o in ops]
+        return self.tuple(sums) if as_tuple else sums[0]
 
-def all_gather(self: XlaBuilder, operand: XlaOp, all_gather_dim: int, shard_count: int,
-               replica_groups: Any = None, channel_id: int | None = None) -> XlaOp:
-    """Concatenate the operands of each replica group along `all_gather_dim`, in group order
-    (spec#all_gather)."""
-    op = "all_gather"
-    return self._emit(op, [operand], {
-        "all_gather_dim": _int(op, all_gather_dim, "all_gather_dim"),
-        "shard_count": _int(op, shard_count, "shard_count"),
-        "replica_groups": _groups(op, replica_groups), "channel_id": _channel(op, channel_id)})
-
-
-def all_to_all(self: XlaBuilder, operand: XlaOp, split_dimension: int, concat_dimension: int,
-               split_count: int, replica_groups: Any = None,
-               channel_id: int | None = None) -> XlaOp:
-    """Split `split_dimension` into `split_count` blocks, send block i to the group's replica i,
-    concatenate what arrives along `concat_dimension` in group order (spec#alltoall)."""
-    op = "all_to_all"
-    return self._emit(op, [operand], {
-        "split_dimension": _int(op, split_dimension, "split_dimension"),
-        "concat_dimension": _int(op, concat_dimension, "concat_dimension"),
-        "split_count": _int(op, split_count, "split_count"),
-        "replica_groups": _groups(op, replica_groups), "channel_id": _channel(op, channel_id)})
-
-
-def collective_permute(self: XlaBuilder, operand: XlaOp, source_target_pairs: Any,
+    def reduce_scatter(self, operand: Any, computation: Any, scatter_dimension: int,
+                       shard_count: int, replica_groups: Any = None,
                        channel_id: int | None = None) -> XlaOp:
-    """Send the operand from each pair's source replica to its target; replicas that receive
-    nothing get zeros (spec#collectivepermute)."""
-    op = "collective_permute"
-    if isinstance(source_target_pairs, (str, bytes)) or not isinstance(
-            source_target_pairs, (Sequence, np.ndarray)):
-        raise ShapeError(op, [], f"source_target_pairs must be a list of (source, target) pairs, "
-                         f"got {source_target_pairs!r}")
-    pairs = []
-    for pair in source_target_pairs:
-        if isinstance(pair, (str, bytes)) or not isinstance(pair, (Sequence, np.ndarray)) \
-                or len(pair) != 2:
-            raise ShapeError(op, [], f"source_target_pairs must be (source, target) pairs, got {pair!r}")
-        pairs.append((_int(op, pair[0], "a source replica id"), _int(op, pair[1], "a target replica id")))
-    return self._emit(op, [operand], {"source_target_pairs": tuple(pairs),
-                                      "channel_id": _channel(op, channel_id)})
+        """all_reduce, then replica i of each group keeps block i of `scatter_dimension`
+        (spec#reduce_scatter)."""
+        op = "reduce_scatter"
+        ops, as_tuple = _leaves(self, op, operand)
+        attrs = {"scatter_dimension": args.integer(op, scatter_dimension, "scatter_dimension"),
+                 "shard_count": args.integer(op, shard_count, "shard_count"),
+                 "replica_groups": _groups(op, replica_groups), "channel_id": _channel(op, channel_id)}
+        require_arrays(op, [o.shape for o in ops], allow_many=True)
+        attrs["computation"] = self.trace(op, computation, _reducer_params(ops, computation))
+        return self.results(self.emit(op, [ops], attrs), as_tuple)
 
+    def all_gather(self, operand: XlaOp, all_gather_dim: int, shard_count: int,
+                   replica_groups: Any = None, channel_id: int | None = None) -> XlaOp:
+        """Concatenate the operands of each replica group along `all_gather_dim`, in group order
+        (spec#all_gather)."""
+        op = "all_gather"
+        return self.emit(op, [operand], {
+            "all_gather_dim": args.integer(op, all_gather_dim, "all_gather_dim"),
+            "shard_count": args.integer(op, shard_count, "shard_count"),
+            "replica_groups": _groups(op, replica_groups), "channel_id": _channel(op, channel_id)})
 
-def collective_broadcast(self: XlaBuilder, operand: XlaOp, replica_groups: Any = None,
-                         channel_id: int | None = None) -> XlaOp:
-    """Every replica of a group gets the operand of the group's first replica; replicas outside
-    every group get zeros (spec#collective_broadcast)."""
-    op = "collective_broadcast"
-    return self._emit(op, [operand], {"replica_groups": _groups(op, replica_groups),
-                                      "channel_id": _channel(op, channel_id)})
+    def all_to_all(self, operand: XlaOp, split_dimension: int, concat_dimension: int,
+                   split_count: int, replica_groups: Any = None,
+                   channel_id: int | None = None) -> XlaOp:
+        """Split `split_dimension` into `split_count` blocks, send block i to the group's replica i,
+        concatenate what arrives along `concat_dimension` in group order (spec#alltoall)."""
+        op = "all_to_all"
+        return self.emit(op, [operand], {
+            "split_dimension": args.integer(op, split_dimension, "split_dimension"),
+            "concat_dimension": args.integer(op, concat_dimension, "concat_dimension"),
+            "split_count": args.integer(op, split_count, "split_count"),
+            "replica_groups": _groups(op, replica_groups), "channel_id": _channel(op, channel_id)})
 
+    def collective_permute(self, operand: XlaOp, source_target_pairs: Any,
+                           channel_id: int | None = None) -> XlaOp:
+        """Send the operand from each pair's source replica to its target; replicas that receive
+        nothing get zeros (spec#collectivepermute)."""
+        op = "collective_permute"
+        if isinstance(source_target_pairs, (str, bytes)) or not isinstance(
+                source_target_pairs, (Sequence, np.ndarray)):
+            raise ShapeError(op, [], f"source_target_pairs must be a list of (source, target) pairs, "
+                             f"got {source_target_pairs!r}")
+        pairs = []
+        for pair in source_target_pairs:
+            if isinstance(pair, (str, bytes)) or not isinstance(pair, (Sequence, np.ndarray)) \
+                    or len(pair) != 2:
+                raise ShapeError(op, [], f"source_target_pairs must be (source, target) pairs, got {pair!r}")
+            pairs.append((args.integer(op, pair[0], "a source replica id"),
+                          args.integer(op, pair[1], "a target replica id")))
+        return self.emit(op, [operand], {"source_target_pairs": tuple(pairs),
+                                          "channel_id": _channel(op, channel_id)})
 
-for _fn in (replica_id, partition_id, all_reduce, cross_replica_sum, reduce_scatter, all_gather,
-            all_to_all, collective_permute, collective_broadcast):
-    METHODS[_fn.__name__] = _fn
+    def collective_broadcast(self, operand: XlaOp, replica_groups: Any = None,
+                             channel_id: int | None = None) -> XlaOp:
+        """Every replica of a group gets the operand of the group's first replica; replicas outside
+        every group get zeros (spec#collective_broadcast)."""
+        op = "collective_broadcast"
+        return self.emit(op, [operand], {"replica_groups": _groups(op, replica_groups),
+                                          "channel_id": _channel(op, channel_id)})

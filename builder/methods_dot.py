@@ -1,48 +1,19 @@
-"""Hand-written XlaBuilder methods of the dot family. Imports `dialect` and `builder`.
+"""DotMethods: the XlaBuilder methods of the dot family. Imports `dialect` and
+`builder.recorder`.
 
-Every function in METHODS becomes a method of XlaBuilder (see builder/__init__.py).
 `dot` is sugar: it emits `dot_general` with the dimension numbers of seed 001's Dot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ..dialect.element_types import type_of
 from ..dialect.errors import ShapeError
 from ..dialect.ops_dot import DotDimensionNumbers, normalize_precision
 from ..dialect.shape import Shape
-from .builder import XlaBuilder
+from .recorder import Recorder
 from .xla_op import XlaOp
-
-
-def dot_general(self: XlaBuilder, lhs: XlaOp, rhs: XlaOp, dimension_numbers: Any,
-                precision_config: Any = None, preferred_element_type: Any = None) -> XlaOp:
-    """Sum of products over the contracting dimensions (spec#dot_general).
-
-    `dimension_numbers`: a DotDimensionNumbers or jax's
-    `((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`. The result
-    has the batch dimensions, then lhs's free ones, then rhs's free ones.
-    """
-    lhs = self._check_operand("dot_general", lhs)
-    rhs = self._check_operand("dot_general", rhs)
-    dnums = DotDimensionNumbers.of(dimension_numbers)
-    if preferred_element_type is None:
-        preferred = lhs.shape.element_type  # only read when lhs and rhs agree (see infer)
-    else:
-        try:
-            preferred = type_of(preferred_element_type)
-        except ShapeError:
-            raise ShapeError("dot_general", [lhs.shape, rhs.shape],
-                             f"preferred_element_type {preferred_element_type!r} is not an element type"
-                             ) from None
-    return self._emit("dot_general", [lhs, rhs], {
-        **dnums.as_dict(),
-        "precision_config": normalize_precision(precision_config),
-        "preferred_element_type": preferred,
-        "preferred_given": preferred_element_type is not None,
-    })
 
 
 def _dot_general_hint(lhs: Shape, rhs: Shape) -> str:
@@ -56,37 +27,64 @@ def _dot_general_hint(lhs: Shape, rhs: Shape) -> str:
     return f"for {what} use dot_general(lhs, rhs, DotDimensionNumbers({args}))"
 
 
-def dot(self: XlaBuilder, lhs: XlaOp, rhs: XlaOp, precision_config: Any = None,
-        preferred_element_type: Any = None) -> XlaOp:
-    """Seed 001's Dot for rank <= 2: vector.vector, matrix.vector, vector.matrix, matrix.matrix.
+class DotMethods(Recorder):
+    """dot and dot_general."""
 
-    Contracts lhs dimension 1 (0 for a vector) with rhs dimension 0. Rank > 2 is
-    rejected (SEMANTICS.md D8: the seeds disagree on it) with a dot_general
-    fix-it. scalar.scalar is seed 000's plain product; a scalar with an array is
-    rejected (use mul).
-    """
-    lhs = self._check_operand("dot", lhs)
-    rhs = self._check_operand("dot", rhs)
-    shapes = [lhs.shape, rhs.shape]
-    for s in shapes:
-        if not s.is_array():
-            raise ShapeError("dot", shapes, f"operands must be arrays, got {s}")
-    lr, rr = lhs.shape.rank, rhs.shape.rank
-    if lr > 2 or rr > 2:
-        raise ShapeError("dot", shapes, f"dot takes operands of rank <= 2, got ranks {lr} and {rr}; "
-                         + _dot_general_hint(lhs.shape, rhs.shape))
-    if (lr == 0) != (rr == 0):
-        raise ShapeError("dot", shapes, "dot of a scalar and an array is not a dot product; use mul")
-    if lr == 0:
-        dnums = DotDimensionNumbers((), ())
-    else:
-        lc = 0 if lr == 1 else 1
-        if lhs.shape.dimensions[lc] != rhs.shape.dimensions[0]:
-            raise ShapeError("dot", shapes, f"contracted dimensions differ: lhs dimension {lc} has size "
-                             f"{lhs.shape.dimensions[lc]}, rhs dimension 0 has size "
-                             f"{rhs.shape.dimensions[0]}")
-        dnums = DotDimensionNumbers((lc,), (0,))
-    return dot_general(self, lhs, rhs, dnums, precision_config, preferred_element_type)
+    def dot_general(self, lhs: XlaOp, rhs: XlaOp, dimension_numbers: Any,
+                    precision_config: Any = None, preferred_element_type: Any = None) -> XlaOp:
+        """Sum of products over the contracting dimensions (spec#dot_general).
 
+        `dimension_numbers`: a DotDimensionNumbers or jax's
+        `((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`. The result
+        has the batch dimensions, then lhs's free ones, then rhs's free ones.
+        """
+        lhs = self.check_operand("dot_general", lhs)
+        rhs = self.check_operand("dot_general", rhs)
+        dnums = DotDimensionNumbers.of(dimension_numbers)
+        if preferred_element_type is None:
+            preferred = lhs.shape.element_type  # only read when lhs and rhs agree (see infer)
+        else:
+            try:
+                preferred = type_of(preferred_element_type)
+            except ShapeError:
+                raise ShapeError("dot_general", [lhs.shape, rhs.shape],
+                                 f"preferred_element_type {preferred_element_type!r} is not an element type"
+                                 ) from None
+        return self.emit("dot_general", [lhs, rhs], {
+            **dnums.as_dict(),
+            "precision_config": normalize_precision(precision_config),
+            "preferred_element_type": preferred,
+            "preferred_given": preferred_element_type is not None,
+        })
 
-METHODS: dict[str, Callable[..., Any]] = {"dot_general": dot_general, "dot": dot}
+    def dot(self, lhs: XlaOp, rhs: XlaOp, precision_config: Any = None,
+            preferred_element_type: Any = None) -> XlaOp:
+        """Seed 001's Dot for rank <= 2: vector.vector, matrix.vector, vector.matrix, matrix.matrix.
+
+        Contracts lhs dimension 1 (0 for a vector) with rhs dimension 0. Rank > 2 is
+        rejected (SEMANTICS.md D8: the seeds disagree on it) with a dot_general
+        fix-it. scalar.scalar is seed 000's plain product; a scalar with an array is
+        rejected (use mul).
+        """
+        lhs = self.check_operand("dot", lhs)
+        rhs = self.check_operand("dot", rhs)
+        shapes = [lhs.shape, rhs.shape]
+        for s in shapes:
+            if not s.is_array():
+                raise ShapeError("dot", shapes, f"operands must be arrays, got {s}")
+        lr, rr = lhs.shape.rank, rhs.shape.rank
+        if lr > 2 or rr > 2:
+            raise ShapeError("dot", shapes, f"dot takes operands of rank <= 2, got ranks {lr} and {rr}; "
+                             + _dot_general_hint(lhs.shape, rhs.shape))
+        if (lr == 0) != (rr == 0):
+            raise ShapeError("dot", shapes, "dot of a scalar and an array is not a dot product; use mul")
+        if lr == 0:
+            dnums = DotDimensionNumbers((), ())
+        else:
+            lc = 0 if lr == 1 else 1
+            if lhs.shape.dimensions[lc] != rhs.shape.dimensions[0]:
+                raise ShapeError("dot", shapes, f"contracted dimensions differ: lhs dimension {lc} has size "
+                                 f"{lhs.shape.dimensions[lc]}, rhs dimension 0 has size "
+                                 f"{rhs.shape.dimensions[0]}")
+            dnums = DotDimensionNumbers((lc,), (0,))
+        return self.dot_general(lhs, rhs, dnums, precision_config, preferred_element_type)

@@ -1,16 +1,15 @@
-"""XlaBuilder methods for tokens and I/O. Imports `dialect` and `builder`.
-
-Every function in METHODS becomes a method of XlaBuilder (see builder/__init__.py).
+"""IoMethods: the XlaBuilder methods for tokens and I/O. Imports `dialect` and
+`builder.recorder`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..dialect.errors import ShapeError
 from ..dialect.shape import Shape
-from .builder import XlaBuilder
+from .recorder import Recorder
 from .xla_op import XlaOp
 
 
@@ -30,39 +29,31 @@ def _channel(op: str, channel: Any) -> str:
     return f"{type(channel).__name__}:{channel}"
 
 
-def create_token(self: XlaBuilder) -> XlaOp:
-    return self._emit("create_token", [])
+class IoMethods(Recorder):
+    """Tokens, infeed/outfeed and send/recv."""
 
+    def create_token(self) -> XlaOp:
+        return self.emit("create_token", [])
 
-def after_all(self: XlaBuilder, tokens: Sequence[XlaOp]) -> XlaOp:
-    return self._emit("after_all", [list(tokens)])
+    def after_all(self, tokens: Sequence[XlaOp]) -> XlaOp:
+        return self.emit("after_all", [list(tokens)])
 
+    def infeed(self, shape: Shape, token: XlaOp | None = None) -> XlaOp:
+        """The next value put on the executable's infeed queue (`exe.infeed.put(value)`)."""
+        return self.emit("infeed", [_token(token)], {"shape": _shape("infeed", shape), "config": ""})
 
-def infeed(self: XlaBuilder, shape: Shape, token: XlaOp | None = None) -> XlaOp:
-    """The next value put on the executable's infeed queue (`exe.infeed.put(value)`)."""
-    return self._emit("infeed", [_token(token)], {"shape": _shape("infeed", shape), "config": ""})
+    def outfeed(self, operand: XlaOp, shape_with_layout: Shape, outfeed_config: str = "",
+                token: XlaOp | None = None) -> XlaOp:
+        """Push `operand` to the executable's outfeed queue (`exe.outfeed.get()`); a token."""
+        return self.emit("outfeed", [operand, _token(token)], {
+            "shape_with_layout": _shape("outfeed", shape_with_layout),
+            "outfeed_config": str(outfeed_config)})
 
+    def send(self, operand: XlaOp, channel: int | str, token: XlaOp | None = None) -> XlaOp:
+        """Send `operand` on `channel` to a `recv` of any computation in this process; a token."""
+        return self.emit("send", [operand, _token(token)], {"channel": _channel("send", channel)})
 
-def outfeed(self: XlaBuilder, operand: XlaOp, shape_with_layout: Shape, outfeed_config: str = "",
-            token: XlaOp | None = None) -> XlaOp:
-    """Push `operand` to the executable's outfeed queue (`exe.outfeed.get()`); a token."""
-    return self._emit("outfeed", [operand, _token(token)], {
-        "shape_with_layout": _shape("outfeed", shape_with_layout),
-        "outfeed_config": str(outfeed_config)})
-
-
-def send(self: XlaBuilder, operand: XlaOp, channel: int | str, token: XlaOp | None = None) -> XlaOp:
-    """Send `operand` on `channel` to a `recv` of any computation in this process; a token."""
-    return self._emit("send", [operand, _token(token)], {"channel": _channel("send", channel)})
-
-
-def recv(self: XlaBuilder, shape: Shape, channel: int | str, token: XlaOp | None = None) -> XlaOp:
-    """The next value sent on `channel` (waits for it, up to `xm.RECV_TIMEOUT` seconds)."""
-    return self._emit("recv", [_token(token)], {"shape": _shape("recv", shape),
-                                                "channel": _channel("recv", channel)})
-
-
-METHODS: dict[str, Callable[..., Any]] = {
-    "create_token": create_token, "after_all": after_all, "infeed": infeed, "outfeed": outfeed,
-    "send": send, "recv": recv,
-}
+    def recv(self, shape: Shape, channel: int | str, token: XlaOp | None = None) -> XlaOp:
+        """The next value sent on `channel` (waits for it, up to `xm.RECV_TIMEOUT` seconds)."""
+        return self.emit("recv", [_token(token)], {"shape": _shape("recv", shape),
+                                                    "channel": _channel("recv", channel)})

@@ -1,6 +1,5 @@
-"""Hand-written XlaBuilder methods of the rng family. Imports `dialect` and `builder`.
-
-Every function in METHODS becomes a method of XlaBuilder (see builder/__init__.py).
+"""RngMethods: the XlaBuilder methods of the rng family. Imports `dialect` and
+`builder.recorder`.
 
 rng_uniform / rng_normal emit `rng_get_and_update_state` (the executable's
 random state, advanced by the draw's size) and an `rng` op drawing from it;
@@ -10,7 +9,7 @@ rng_bit_generator is pure: the state is an operand and the next state a result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,8 @@ from ..dialect.element_types import PrimitiveType, dtype_of
 from ..dialect.errors import ShapeError
 from ..dialect.ops_rng import ALGORITHMS, STATE_SHAPE, infer_rng, state_delta
 from ..dialect.shape import Shape
-from .builder import XlaBuilder
+from . import args
+from .recorder import Recorder
 from .xla_op import XlaOp
 
 P = PrimitiveType
@@ -33,24 +33,19 @@ def _dims_and_type(op: str, shape: Any, default: PrimitiveType) -> tuple[tuple[i
         return shape.dimensions, shape.element_type
     if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
         raise ShapeError(op, [], f"shape must be an xm.Shape or a sequence of sizes, got {shape!r}")
-    dims = []
-    for d in shape:
-        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
-            raise ShapeError(op, [], f"shape sizes must be ints, got {shape!r}")
-        dims.append(int(d))
-    return tuple(dims), default
+    return args.ints(op, shape, "shape"), default
 
 
-def _scalar_operand(b: XlaBuilder, op: str, value: Any, t: PrimitiveType | None) -> XlaOp:
+def _scalar_operand(b: Recorder, op: str, value: Any, t: PrimitiveType | None) -> XlaOp:
     """An XlaOp as is; a Python or numpy number as a constant of type `t` (when known)."""
     if isinstance(value, XlaOp):
-        return b._check_operand(op, value)
+        return b.check_operand(op, value)
     if t is None or np.ndim(value) != 0:
         raise ShapeError(op, [], f"expected a scalar XlaOp, got {value!r}")
     return b.constant(np.asarray(value).astype(dtype_of(t)))
 
 
-def _draw(b: XlaBuilder, op: str, distribution: str, first: Any, second: Any, shape: Any) -> XlaOp:
+def _draw(b: Recorder, op: str, distribution: str, first: Any, second: Any, shape: Any) -> XlaOp:
     given = shape.element_type if isinstance(shape, Shape) and shape.is_array() else None
     if given is None:
         given = next((x.shape.element_type for x in (first, second) if isinstance(x, XlaOp)), None)
@@ -62,36 +57,8 @@ def _draw(b: XlaBuilder, op: str, distribution: str, first: Any, second: Any, sh
                          f"parameters' type {first.shape.element_type}")
     # The shape rule of `rng` checks the parameters first: no state op for a bad call.
     infer_rng(first.shape, second.shape, STATE_SHAPE, rng_distribution=distribution, dimensions=dims)
-    state = b._emit("rng_get_and_update_state", [], {"delta": state_delta(dims, t)})
-    return b._emit("rng", [first, second, state], {"rng_distribution": distribution, "dimensions": dims})
-
-
-def rng_uniform(self: XlaBuilder, a: XlaOp, b: XlaOp, shape: Any) -> XlaOp:
-    """Numbers uniform in [a, b) (SEMANTICS D6; integers: a + bits mod (b - a)); b <= a is
-    implementation-defined. Draws from the executable's state (`exe.seed(n)` resets it)."""
-    return _draw(self, "rng_uniform", "UNIFORM", a, b, shape)
-
-
-def rng_normal(self: XlaBuilder, mu: XlaOp, sigma: XlaOp, shape: Any) -> XlaOp:
-    """Numbers from N(mu, sigma) (Box-Muller), drawn from the executable's state."""
-    return _draw(self, "rng_normal", "NORMAL", mu, sigma, shape)
-
-
-def rng_bernoulli(self: XlaBuilder, mean: XlaOp, shape: Any) -> XlaOp:
-    """u32 zeros and ones, one with probability `mean` (seeds 000/003: an f32 mean, a u32
-    output shape; any float mean is accepted). Built as uniform [0, 1) < mean."""
-    op = "rng_bernoulli"
-    mean = _scalar_operand(self, op, mean, P.F32)
-    dims, t = _dims_and_type(op, shape, P.U32)
-    if t != P.U32:
-        raise ShapeError(op, [mean.shape], f"the output element type must be u32, got {t}")
-    mt = mean.shape.element_type
-    if not mean.shape.is_array() or mean.shape.rank != 0 or not mt.is_floating:
-        raise ShapeError(op, [mean.shape], f"mean must be a floating-point scalar, got {mean.shape}")
-    uniform = _draw(self, op, "UNIFORM", self.constant(np.zeros((), mean.shape.dtype)),
-                    self.constant(np.ones((), mean.shape.dtype)), Shape.array(mt, dims))
-    below = self.lt(uniform, mean)
-    return self.convert_element_type(below, P.U32)
+    state = b.emit("rng_get_and_update_state", [], {"delta": state_delta(dims, t)})
+    return b.emit("rng", [first, second, state], {"rng_distribution": distribution, "dimensions": dims})
 
 
 def _algorithm(value: Any) -> str:
@@ -106,24 +73,41 @@ def _algorithm(value: Any) -> str:
     raise ShapeError("rng_bit_generator", [], f"algorithm must be one of {ALGORITHMS}, got {value!r}")
 
 
-def rng_bit_generator(self: XlaBuilder, algorithm: Any, initial_state: XlaOp, shape: Any) -> XlaOp:
-    """The tuple (new_state, bits): `shape` (u8/u16/u32/u64) of random bits from `initial_state`
-    by XLA's THREE_FRY (u64[2] state) or PHILOX (u64[2] or u64[3]); DEFAULT is PHILOX, XLA:CPU's
-    default. Bit-exact with XLA."""
-    op = "rng_bit_generator"
-    state = self._check_operand(op, initial_state)
-    dims, t = _dims_and_type(op, shape, P.U32)
-    result = self._emit(op, [state], {"algorithm": _algorithm(algorithm), "dimensions": dims,
-                                      "element_type": t})
-    outs = [XlaOp(self, s, source=result, index=i, location=result.location)
-            for i, s in enumerate(result.shape.tuple_shapes)]
-    self.ops.extend(outs)  # so that build() without a root returns the tuple, not the op
-    return self.tuple(outs)
+class RngMethods(Recorder):
+    """The random-number methods."""
 
+    def rng_uniform(self, a: XlaOp, b: XlaOp, shape: Any) -> XlaOp:
+        """Numbers uniform in [a, b) (SEMANTICS D6; integers: a + bits mod (b - a)); b <= a is
+        implementation-defined. Draws from the executable's state (`exe.seed(n)` resets it)."""
+        return _draw(self, "rng_uniform", "UNIFORM", a, b, shape)
 
-METHODS: dict[str, Callable[..., Any]] = {
-    "rng_uniform": rng_uniform,
-    "rng_normal": rng_normal,
-    "rng_bernoulli": rng_bernoulli,
-    "rng_bit_generator": rng_bit_generator,
-}
+    def rng_normal(self, mu: XlaOp, sigma: XlaOp, shape: Any) -> XlaOp:
+        """Numbers from N(mu, sigma) (Box-Muller), drawn from the executable's state."""
+        return _draw(self, "rng_normal", "NORMAL", mu, sigma, shape)
+
+    def rng_bernoulli(self, mean: XlaOp, shape: Any) -> XlaOp:
+        """u32 zeros and ones, one with probability `mean` (seeds 000/003: an f32 mean, a u32
+        output shape; any float mean is accepted). Built as uniform [0, 1) < mean."""
+        op = "rng_bernoulli"
+        mean = _scalar_operand(self, op, mean, P.F32)
+        dims, t = _dims_and_type(op, shape, P.U32)
+        if t != P.U32:
+            raise ShapeError(op, [mean.shape], f"the output element type must be u32, got {t}")
+        mt = mean.shape.element_type
+        if not mean.shape.is_array() or mean.shape.rank != 0 or not mt.is_floating:
+            raise ShapeError(op, [mean.shape], f"mean must be a floating-point scalar, got {mean.shape}")
+        uniform = _draw(self, op, "UNIFORM", self.constant(np.zeros((), mean.shape.dtype)),
+                        self.constant(np.ones((), mean.shape.dtype)), Shape.array(mt, dims))
+        below = self.lt(uniform, mean)
+        return self.convert_element_type(below, P.U32)
+
+    def rng_bit_generator(self, algorithm: Any, initial_state: XlaOp, shape: Any) -> XlaOp:
+        """The tuple (new_state, bits): `shape` (u8/u16/u32/u64) of random bits from `initial_state`
+        by XLA's THREE_FRY (u64[2] state) or PHILOX (u64[2] or u64[3]); DEFAULT is PHILOX, XLA:CPU's
+        default. Bit-exact with XLA."""
+        op = "rng_bit_generator"
+        state = self.check_operand(op, initial_state)
+        dims, t = _dims_and_type(op, shape, P.U32)
+        result = self.emit(op, [state], {"algorithm": _algorithm(algorithm), "dimensions": dims,
+                                          "element_type": t})
+        return self.results(result, as_tuple=True)

@@ -1,192 +1,37 @@
-"""Hand-written XlaBuilder methods of the shape family. Imports `dialect` and `builder`.
+"""ShapeMethods: the XlaBuilder methods of the shape family. Imports `dialect` and
+`builder.recorder`.
 
-Every function in METHODS becomes a method of XlaBuilder (see builder/__init__.py).
-User input (lists, numpy ints) is normalised to tuples of int before `_emit`.
+User input (lists, numpy ints) is normalised by `builder.args` before `emit`.
 Sugar emits existing ops: `broadcast` is a `broadcast_in_dim`, `collapse` and
 `reshape` with a collapse order are a (transpose +) `reshape`, and `x[...]`
-(`_index`) is slice + reverse + reshape.
+(`index`) is slice + reverse + reshape.
 """
 
 from __future__ import annotations
 
 import builtins
 import operator
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..dialect.errors import ShapeError
 from ..dialect.ops_shape import check_permutation
 from ..dialect.shape import Shape
-from .xla_op import XlaOp
-
-if TYPE_CHECKING:
-    from .builder import XlaBuilder
-
-METHODS: dict[str, Callable[..., Any]] = {}
+from . import args
+from .recorder import Recorder
+from .xla_op import Scalar, XlaOp
 
 
-def _method(fn: Callable[..., Any]) -> Callable[..., Any]:
-    METHODS[fn.__name__] = fn
-    return fn
-
-
-def _int(op: str, value: Any, what: str) -> int:
-    """A Python int from an int or numpy integer (bools and floats are rejected)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise ShapeError(op, [], f"{what} must be an integer, got {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise ShapeError(op, [], f"{what} must be an integer, got {value!r}") from None
-
-
-def _ints(op: str, values: Any, what: str) -> tuple[int, ...]:
-    """A tuple of int from a list/tuple/1-D array of ints."""
-    if isinstance(values, (str, bytes, XlaOp, Shape)):
-        raise ShapeError(op, [], f"{what} must be a sequence of integers, got {values!r}")
-    try:
-        items = list(values)
-    except TypeError:
-        raise ShapeError(op, [], f"{what} must be a sequence of integers, got {values!r}") from None
-    return tuple(_int(op, v, what) for v in items)
-
-
-def _array_operand(self: XlaBuilder, op: str, operand: Any) -> XlaOp:
-    operand = self._check_operand(op, operand)
+def _array_operand(self: ShapeMethods, op: str, operand: Any) -> XlaOp:
+    operand = self.check_operand(op, operand)
     if not operand.shape.is_array():
         raise ShapeError(op, [operand.shape], "the operand must be an array")
     return operand
 
 
-@_method
-def broadcast(self: XlaBuilder, operand: XlaOp, broadcast_sizes: Sequence[int]) -> XlaOp:
-    """New major dimensions of the given sizes: output[i..., j...] = operand[j...]."""
-    operand = _array_operand(self, "broadcast", operand)
-    sizes = _ints("broadcast", broadcast_sizes, "broadcast_sizes")
-    if any(s < 0 for s in sizes):
-        raise ShapeError("broadcast", [operand.shape], f"broadcast_sizes {sizes} has a negative size")
-    rank = operand.shape.rank
-    return self.broadcast_in_dim(operand, sizes + operand.shape.dimensions,
-                                 tuple(range(len(sizes), len(sizes) + rank)))
-
-
-@_method
-def reshape(self: XlaBuilder, operand: XlaOp, new_sizes: Sequence[int] | Shape,
-            dimensions: Sequence[int] | None = None) -> XlaOp:
-    """Row-major reshape; `dimensions` (a permutation) transposes the operand first (D2/D17).
-
-    `new_sizes` may also be a Shape of the operand's element type (seed 001's
-    `Reshape(shape, operand)`).
-    """
-    operand = _array_operand(self, "reshape", operand)
-    if isinstance(new_sizes, Shape):
-        if not new_sizes.is_array() or new_sizes.element_type != operand.shape.element_type:
-            raise ShapeError("reshape", [operand.shape], f"the target shape {new_sizes} must be an "
-                             "array of the operand's element type")
-        sizes = new_sizes.dimensions
-    else:
-        sizes = _ints("reshape", new_sizes, "new_sizes")
-    if dimensions is not None:
-        perm = _ints("reshape", dimensions, "dimensions")
-        check_permutation("reshape", operand.shape, "dimensions", perm)
-        # XLA's builder does the same: Reshape(v, dims, sizes) = Reshape(Transpose(v, dims), sizes).
-        if perm != tuple(range(operand.shape.rank)):
-            operand = self.transpose(operand, perm)
-    return self._emit("reshape", [operand], {"new_sizes": sizes})
-
-
-@_method
-def collapse(self: XlaBuilder, operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
-    """Merge an in-order, consecutive run of dimensions into one (a reshape)."""
-    operand = _array_operand(self, "collapse", operand)
-    dims = _ints("collapse", dimensions, "dimensions")
-    shape = operand.shape
-    for d in dims:
-        if not 0 <= d < shape.rank:
-            raise ShapeError("collapse", [shape], f"dimension {d} is out of range for rank {shape.rank}")
-    if any(b != a + 1 for a, b in zip(dims, dims[1:])):
-        raise ShapeError("collapse", [shape], f"dimensions {dims} must be an in-order, consecutive "
-                         "run such as {0, 1} or {1, 2}; use reshape(operand, new_sizes, dimensions) "
-                         "for any other collapse order")
-    if len(dims) <= 1:
-        return operand  # nothing to merge (XLA returns the operand too)
-    first, last = dims[0], dims[-1]
-    merged = int(np.prod(shape.dimensions[first:last + 1], dtype=np.int64))
-    new_sizes = shape.dimensions[:first] + (merged,) + shape.dimensions[last + 1:]
-    return self._emit("reshape", [operand], {"new_sizes": new_sizes})
-
-
-@_method
-def transpose(self: XlaBuilder, operand: XlaOp, permutation: Sequence[int]) -> XlaOp:
-    """input_dims[permutation[i]] == output_dims[i]."""
-    return self._emit("transpose", [operand],
-                      {"permutation": _ints("transpose", permutation, "permutation")})
-
-
-@_method
-def rev(self: XlaBuilder, operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
-    """Reverse the order of the elements along `dimensions`."""
-    return self._emit("reverse", [operand], {"dimensions": _ints("rev", dimensions, "dimensions")})
-
-
-@_method
-def slice(self: XlaBuilder, operand: XlaOp, start_indices: Sequence[int],  # noqa: A001
-          limit_indices: Sequence[int], strides: Sequence[int] | None = None) -> XlaOp:
-    """operand[start:limit:stride] per dimension; strides default to 1."""
-    operand = _array_operand(self, "slice", operand)
-    start = _ints("slice", start_indices, "start_indices")
-    limit = _ints("slice", limit_indices, "limit_indices")
-    step = (1,) * operand.shape.rank if strides is None else _ints("slice", strides, "strides")
-    return self._emit("slice", [operand], {"start_indices": start, "limit_indices": limit,
-                                           "strides": step})
-
-
-@_method
-def concat_in_dim(self: XlaBuilder, operands: Sequence[XlaOp], dimension: int) -> XlaOp:
-    """Concatenate one or more arrays along `dimension`."""
-    if isinstance(operands, XlaOp):
-        operands = [operands]
-    return self._emit("concatenate", [list(operands)],
-                      {"dimension": _int("concat_in_dim", dimension, "dimension")})
-
-
-@_method
-def pad(self: XlaBuilder, operand: XlaOp, padding_value: XlaOp,
-        padding_config: Sequence[Sequence[int]]) -> XlaOp:
-    """Pad each dimension by (low, high, interior); negative low/high crop."""
-    config = []
-    for entry in padding_config:
-        triple = _ints("pad", entry, "each padding_config entry")
-        if len(triple) != 3:
-            raise ShapeError("pad", [], f"each padding_config entry must be (low, high, interior), "
-                             f"got {tuple(entry)}")
-        config.append(triple)
-    padding_value = self._as_op(padding_value, like=operand if isinstance(operand, XlaOp) else None)
-    return self._emit("pad", [operand, padding_value], {
-        "edge_padding_low": tuple(c[0] for c in config),
-        "edge_padding_high": tuple(c[1] for c in config),
-        "interior_padding": tuple(c[2] for c in config)})
-
-
-@_method
-def iota(self: XlaBuilder, shape: Shape, iota_dimension: int) -> XlaOp:
-    """An array of `shape` holding 0, 1, 2... along `iota_dimension`."""
-    if not isinstance(shape, Shape) or not shape.is_array():
-        raise ShapeError("iota", [], f"expected an array xm.Shape, got {shape!r}")
-    return self._emit("iota", [], {"dimensions": shape.dimensions, "element_type": shape.element_type,
-                                   "iota_dimension": _int("iota", iota_dimension, "iota_dimension")})
-
-
-@_method
-def get_dimension_size(self: XlaBuilder, operand: XlaOp, dimension: int) -> XlaOp:
-    """The size of `dimension` as an s32 scalar."""
-    return self._emit("get_dimension_size", [operand],
-                      {"dimension": _int("get_dimension_size", dimension, "dimension")})
-
-
-def _start_indices(self: XlaBuilder, op: str, start_indices: Any) -> list[XlaOp]:
+def _start_indices(self: ShapeMethods, op: str, start_indices: Any) -> list[XlaOp]:
     """start_indices as a list of scalar XlaOps.
 
     Also accepted: one rank-1 XlaOp (seed 003's form), split into scalars, and
@@ -194,7 +39,7 @@ def _start_indices(self: XlaBuilder, op: str, start_indices: Any) -> list[XlaOp]
     list (s32 when there are none).
     """
     if isinstance(start_indices, XlaOp):
-        index = self._check_operand(op, start_indices)
+        index = self.check_operand(op, start_indices)
         if index.shape.is_array() and index.shape.rank == 1:
             n = index.shape.dimensions[0]
             return [self.reshape(self.slice(index, (i,), (i + 1,)), ()) for i in range(n)]
@@ -210,7 +55,7 @@ def _start_indices(self: XlaBuilder, op: str, start_indices: Any) -> list[XlaOp]
         if isinstance(item, XlaOp):
             result.append(item)
             continue
-        value = _int(op, item, "a start index")
+        value = args.integer(op, item, "a start index")
         integral = like is not None and like.shape.is_array() and like.shape.element_type.is_integral
         dtype = like.shape.dtype if integral else np.dtype(np.int32)
         info = np.iinfo(dtype)
@@ -218,25 +63,6 @@ def _start_indices(self: XlaBuilder, op: str, start_indices: Any) -> list[XlaOp]
             raise ShapeError(op, [], f"start index {value} does not fit the index type {dtype}")
         result.append(self.constant(np.array(value, dtype)))
     return result
-
-
-@_method
-def dynamic_slice(self: XlaBuilder, operand: XlaOp, start_indices: Sequence[XlaOp],
-                  slice_sizes: Sequence[int]) -> XlaOp:
-    """A slice of static `slice_sizes` at runtime `start_indices`, each clamped to
-    [0, dim - size] (SEMANTICS D4/D5)."""
-    starts = _start_indices(self, "dynamic_slice", start_indices)
-    return self._emit("dynamic_slice", [operand, starts],
-                      {"slice_sizes": _ints("dynamic_slice", slice_sizes, "slice_sizes")})
-
-
-@_method
-def dynamic_update_slice(self: XlaBuilder, operand: XlaOp, update: XlaOp,
-                         start_indices: Sequence[XlaOp]) -> XlaOp:
-    """`operand` with `update` written at runtime `start_indices`, each clamped to
-    [0, dim - update_dim] (SEMANTICS D4/D11)."""
-    starts = _start_indices(self, "dynamic_update_slice", start_indices)
-    return self._emit("dynamic_update_slice", [operand, update, starts])
 
 
 # -- x[...] -------------------------------------------------------------------------------------
@@ -308,19 +134,152 @@ def _index_plan(shape: Shape, index: Any) -> tuple[list[tuple[int, int, int]], l
     return bounds, reverse, out_dims
 
 
-@_method
-def _index(self: XlaBuilder, operand: XlaOp, index: Any) -> XlaOp:
-    """`operand[index]` with numpy's basic indexing: ints (negative count from the end),
-    slices with any step, `...` and None."""
-    operand = _array_operand(self, "index", operand)
-    shape = operand.shape
-    bounds, reverse, out_dims = _index_plan(shape, index)
-    result = operand
-    starts, limits, strides = (tuple(b[k] for b in bounds) for k in range(3))
-    if starts != (0,) * shape.rank or limits != shape.dimensions or strides != (1,) * shape.rank:
-        result = self.slice(result, starts, limits, strides)
-    if reverse:
-        result = self.rev(result, reverse)
-    if tuple(out_dims) != result.shape.dimensions:
-        result = self.reshape(result, out_dims)
-    return result
+class ShapeMethods(Recorder):
+    """Shape and data-movement methods: reshapes, slices, padding, iota, dynamic slices, `x[...]`."""
+
+    def broadcast(self, operand: XlaOp, broadcast_sizes: Sequence[int]) -> XlaOp:
+        """New major dimensions of the given sizes: output[i..., j...] = operand[j...]."""
+        operand = _array_operand(self, "broadcast", operand)
+        sizes = args.ints("broadcast", broadcast_sizes, "broadcast_sizes")
+        if any(s < 0 for s in sizes):
+            raise ShapeError("broadcast", [operand.shape], f"broadcast_sizes {sizes} has a negative size")
+        rank = operand.shape.rank
+        return self.broadcast_in_dim(operand, sizes + operand.shape.dimensions,
+                                     tuple(range(len(sizes), len(sizes) + rank)))
+
+    def broadcast_in_dim(self, operand: XlaOp, out_dim_size: Sequence[int],
+                         broadcast_dimensions: Sequence[int]) -> XlaOp:
+        """`operand`'s dimension i becomes output dimension broadcast_dimensions[i] of an array
+        of `out_dim_size`; the other output dimensions repeat it (spec#broadcast_in_dim)."""
+        name = "broadcast_in_dim"
+        return self.emit(name, [operand], {
+            "out_dim_size": args.ints(name, out_dim_size, "out_dim_size"),
+            "broadcast_dimensions": args.ints(name, broadcast_dimensions, "broadcast_dimensions")})
+
+    def reshape(self, operand: XlaOp, new_sizes: Sequence[int] | Shape,
+                dimensions: Sequence[int] | None = None) -> XlaOp:
+        """Row-major reshape; `dimensions` (a permutation) transposes the operand first (D2/D17).
+
+        `new_sizes` may also be a Shape of the operand's element type (seed 001's
+        `Reshape(shape, operand)`).
+        """
+        operand = _array_operand(self, "reshape", operand)
+        if isinstance(new_sizes, Shape):
+            if not new_sizes.is_array() or new_sizes.element_type != operand.shape.element_type:
+                raise ShapeError("reshape", [operand.shape], f"the target shape {new_sizes} must be an "
+                                 "array of the operand's element type")
+            sizes = new_sizes.dimensions
+        else:
+            sizes = args.ints("reshape", new_sizes, "new_sizes")
+        if dimensions is not None:
+            perm = args.ints("reshape", dimensions, "dimensions")
+            check_permutation("reshape", operand.shape, "dimensions", perm)
+            # XLA's builder does the same: Reshape(v, dims, sizes) = Reshape(Transpose(v, dims), sizes).
+            if perm != tuple(range(operand.shape.rank)):
+                operand = self.transpose(operand, perm)
+        return self.emit("reshape", [operand], {"new_sizes": sizes})
+
+    def collapse(self, operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
+        """Merge an in-order, consecutive run of dimensions into one (a reshape)."""
+        operand = _array_operand(self, "collapse", operand)
+        dims = args.ints("collapse", dimensions, "dimensions")
+        shape = operand.shape
+        for d in dims:
+            if not 0 <= d < shape.rank:
+                raise ShapeError("collapse", [shape], f"dimension {d} is out of range for rank {shape.rank}")
+        if any(b != a + 1 for a, b in zip(dims, dims[1:])):
+            raise ShapeError("collapse", [shape], f"dimensions {dims} must be an in-order, consecutive "
+                             "run such as {0, 1} or {1, 2}; use reshape(operand, new_sizes, dimensions) "
+                             "for any other collapse order")
+        if len(dims) <= 1:
+            return operand  # nothing to merge (XLA returns the operand too)
+        first, last = dims[0], dims[-1]
+        merged = int(np.prod(shape.dimensions[first:last + 1], dtype=np.int64))
+        new_sizes = shape.dimensions[:first] + (merged,) + shape.dimensions[last + 1:]
+        return self.emit("reshape", [operand], {"new_sizes": new_sizes})
+
+    def transpose(self, operand: XlaOp, permutation: Sequence[int]) -> XlaOp:
+        """input_dims[permutation[i]] == output_dims[i]."""
+        return self.emit("transpose", [operand],
+                          {"permutation": args.ints("transpose", permutation, "permutation")})
+
+    def rev(self, operand: XlaOp, dimensions: Sequence[int]) -> XlaOp:
+        """Reverse the order of the elements along `dimensions`."""
+        return self.emit("reverse", [operand], {"dimensions": args.ints("rev", dimensions, "dimensions")})
+
+    def slice(self, operand: XlaOp, start_indices: Sequence[int],  # noqa: A001
+              limit_indices: Sequence[int], strides: Sequence[int] | None = None) -> XlaOp:
+        """operand[start:limit:stride] per dimension; strides default to 1."""
+        operand = _array_operand(self, "slice", operand)
+        start = args.ints("slice", start_indices, "start_indices")
+        limit = args.ints("slice", limit_indices, "limit_indices")
+        step = (1,) * operand.shape.rank if strides is None else args.ints("slice", strides, "strides")
+        return self.emit("slice", [operand], {"start_indices": start, "limit_indices": limit,
+                                               "strides": step})
+
+    def concat_in_dim(self, operands: Sequence[XlaOp], dimension: int) -> XlaOp:
+        """Concatenate one or more arrays along `dimension`."""
+        if isinstance(operands, XlaOp):
+            operands = [operands]
+        return self.emit("concatenate", [list(operands)],
+                          {"dimension": args.integer("concat_in_dim", dimension, "dimension")})
+
+    def pad(self, operand: XlaOp, padding_value: XlaOp | Scalar,
+            padding_config: Sequence[Sequence[int]]) -> XlaOp:
+        """Pad each dimension by (low, high, interior); negative low/high crop."""
+        config = []
+        for entry in padding_config:
+            triple = args.ints("pad", entry, "each padding_config entry")
+            if len(triple) != 3:
+                raise ShapeError("pad", [], f"each padding_config entry must be (low, high, interior), "
+                                 f"got {tuple(entry)}")
+            config.append(triple)
+        padding_value = self.as_op(padding_value, like=operand if isinstance(operand, XlaOp) else None)
+        return self.emit("pad", [operand, padding_value], {
+            "edge_padding_low": tuple(c[0] for c in config),
+            "edge_padding_high": tuple(c[1] for c in config),
+            "interior_padding": tuple(c[2] for c in config)})
+
+    def iota(self, shape: Shape, iota_dimension: int) -> XlaOp:
+        """An array of `shape` holding 0, 1, 2... along `iota_dimension`."""
+        if not isinstance(shape, Shape) or not shape.is_array():
+            raise ShapeError("iota", [], f"expected an array xm.Shape, got {shape!r}")
+        return self.emit("iota", [], {
+            "dimensions": shape.dimensions, "element_type": shape.element_type,
+            "iota_dimension": args.integer("iota", iota_dimension, "iota_dimension")})
+
+    def get_dimension_size(self, operand: XlaOp, dimension: int) -> XlaOp:
+        """The size of `dimension` as an s32 scalar."""
+        return self.emit("get_dimension_size", [operand],
+                          {"dimension": args.integer("get_dimension_size", dimension, "dimension")})
+
+    def dynamic_slice(self, operand: XlaOp, start_indices: Sequence[XlaOp],
+                      slice_sizes: Sequence[int]) -> XlaOp:
+        """A slice of static `slice_sizes` at runtime `start_indices`, each clamped to
+        [0, dim - size] (SEMANTICS D4/D5)."""
+        starts = _start_indices(self, "dynamic_slice", start_indices)
+        return self.emit("dynamic_slice", [operand, starts],
+                          {"slice_sizes": args.ints("dynamic_slice", slice_sizes, "slice_sizes")})
+
+    def dynamic_update_slice(self, operand: XlaOp, update: XlaOp,
+                             start_indices: Sequence[XlaOp]) -> XlaOp:
+        """`operand` with `update` written at runtime `start_indices`, each clamped to
+        [0, dim - update_dim] (SEMANTICS D4/D11)."""
+        starts = _start_indices(self, "dynamic_update_slice", start_indices)
+        return self.emit("dynamic_update_slice", [operand, update, starts])
+
+    def index(self, operand: XlaOp, index: Any) -> XlaOp:
+        """`operand[index]` with numpy's basic indexing: ints (negative count from the end),
+        slices with any step, `...` and None."""
+        operand = _array_operand(self, "index", operand)
+        shape = operand.shape
+        bounds, reverse, out_dims = _index_plan(shape, index)
+        result = operand
+        starts, limits, strides = (tuple(b[k] for b in bounds) for k in range(3))
+        if starts != (0,) * shape.rank or limits != shape.dimensions or strides != (1,) * shape.rank:
+            result = self.slice(result, starts, limits, strides)
+        if reverse:
+            result = self.rev(result, reverse)
+        if tuple(out_dims) != result.shape.dimensions:
+            result = self.reshape(result, out_dims)
+        return result

@@ -1,6 +1,5 @@
-"""Hand-written XlaBuilder methods of the sort family. Imports `dialect` and `builder`.
-
-Every function in METHODS becomes a method of XlaBuilder (see builder/__init__.py).
+"""SortMethods: the XlaBuilder methods of the sort family. Imports `dialect` and
+`builder.recorder`.
 
 - `sort` is variadic like reduce (a single XlaOp gives a single result, a list
   a tuple). Without a comparator it sorts ascending by the first operand in
@@ -20,8 +19,7 @@ Every function in METHODS becomes a method of XlaBuilder (see builder/__init__.p
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -30,27 +28,9 @@ from ..dialect.element_types import PrimitiveType
 from ..dialect.errors import ShapeError
 from ..dialect.ops_sort import check_sort_operands
 from ..dialect.shape import Shape
-from .builder import XlaBuilder
-from .methods_reduce import _as_list, _results, _traced
+from . import args
+from .recorder import Recorder
 from .xla_op import XlaOp
-
-METHODS: dict[str, Callable[..., Any]] = {}
-
-
-def _int(op: str, value: Any, what: str) -> int:
-    if isinstance(value, (bool, np.bool_)):
-        raise ShapeError(op, [], f"{what} must be an int, got {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise ShapeError(op, [], f"{what} must be an int, got {value!r}") from None
-
-
-def _flag(op: str, value: Any, what: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ShapeError(op, [], f"{what} must be a bool, got {value!r}")
-    return bool(value)
-
 
 # -- the default order ---------------------------------------------------------------------------
 
@@ -82,71 +62,65 @@ def _ascending_by_first(*params: XlaOp) -> XlaOp:
     return total_less(params[0], params[1])
 
 
-# -- the methods ---------------------------------------------------------------------------------
+class SortMethods(Recorder):
+    """sort and top_k."""
 
-def sort(self: XlaBuilder, operands: XlaOp | Sequence[XlaOp], comparator: Any = None,
-         dimension: int = -1, is_stable: bool = False) -> XlaOp:
-    """Sort N same-shaped arrays together along `dimension` (negative counts from the end).
-    `comparator(x0_i, x0_j, x1_i, x1_j, ...)` says whether position i goes before j; none
-    means ascending by the first operand, NaNs last (spec#sort)."""
-    name = "sort"
-    ops, as_tuple = _as_list(operands)
-    ops = [self._check_operand(name, o) for o in ops]
-    dim = _int(name, dimension, "dimension")
-    rank = ops[0].shape.rank if ops and ops[0].shape.is_array() else 0
-    if -rank <= dim < 0:
-        dim += rank
-    # Checked before the comparator is traced with the operands' element types.
-    check_sort_operands([o.shape for o in ops], dim)
-    params = [Shape.array(o.shape.element_type, ()) for o in ops for _ in (0, 1)]
-    if comparator is None:
-        comp = self._subcomputation(name, _ascending_by_first, params, role="comparator")
-    else:
-        comp = _traced(self, name, comparator, params, role="comparator")
-    op = self._emit(name, [ops], {"dimension": dim,
-                                  "is_stable": _flag(name, is_stable, "is_stable"),
-                                  "comparator": comp})
-    return _results(self, op, as_tuple)
+    def sort(self, operands: XlaOp | Sequence[XlaOp], comparator: Any = None,
+             dimension: int = -1, is_stable: bool = False) -> XlaOp:
+        """Sort N same-shaped arrays together along `dimension` (negative counts from the end).
+        `comparator(x0_i, x0_j, x1_i, x1_j, ...)` says whether position i goes before j; none
+        means ascending by the first operand, NaNs last (spec#sort)."""
+        name = "sort"
+        ops, as_tuple = args.as_list(operands)
+        ops = [self.check_operand(name, o) for o in ops]
+        dim = args.integer(name, dimension, "dimension")
+        rank = ops[0].shape.rank if ops and ops[0].shape.is_array() else 0
+        if -rank <= dim < 0:
+            dim += rank
+        # Checked before the comparator is traced with the operands' element types.
+        check_sort_operands([o.shape for o in ops], dim)
+        params = [Shape.array(o.shape.element_type, ()) for o in ops for _ in (0, 1)]
+        comp = self.trace(name, _ascending_by_first if comparator is None else comparator, params,
+                          role="comparator")
+        op = self.emit(name, [ops], {"dimension": dim,
+                                     "is_stable": args.flag(name, is_stable, "is_stable"),
+                                     "comparator": comp})
+        return self.results(op, as_tuple)
 
+    def top_k(self, operand: XlaOp, k: int, largest: bool = True,
+              comparator: Any = None) -> XlaOp:
+        """(values, s32 indices) of the k largest (or smallest) entries along the last
+        dimension, in order, equal values by ascending index (seeds 001/004 TopK)."""
+        name = "top_k"
+        operand = self.check_operand(name, operand)
+        s = operand.shape
+        k = args.integer(name, k, "k")
+        largest = args.flag(name, largest, "largest")
+        if not s.is_array() or s.rank == 0:
+            raise ShapeError(name, [s], "the operand must be an array of rank >= 1")
+        n = s.dimensions[-1]
+        if not 0 <= k <= n:
+            raise ShapeError(name, [s], f"k = {k} is out of range [0, {n}] (the last dimension)")
+        scalar = Shape.array(s.element_type, ())
+        if comparator is None:
+            def first(a: XlaOp, b: XlaOp) -> XlaOp:
+                return total_less(b, a) if largest else total_less(a, b)
+        else:
+            user = self.trace(name, comparator, [scalar, scalar], role="comparator")
+            if user.program_shape()[1] != Shape.array(PrimitiveType.PRED, ()):
+                raise ShapeError(name, [s], f"the comparator must return pred[], not "
+                                 f"{user.program_shape()[1]}")
 
-def top_k(self: XlaBuilder, operand: XlaOp, k: int, largest: bool = True,
-          comparator: Any = None) -> XlaOp:
-    """(values, s32 indices) of the k largest (or smallest) entries along the last
-    dimension, in order, equal values by ascending index (seeds 001/004 TopK)."""
-    name = "top_k"
-    operand = self._check_operand(name, operand)
-    s = operand.shape
-    k = _int(name, k, "k")
-    largest = _flag(name, largest, "largest")
-    if not s.is_array() or s.rank == 0:
-        raise ShapeError(name, [s], "the operand must be an array of rank >= 1")
-    n = s.dimensions[-1]
-    if not 0 <= k <= n:
-        raise ShapeError(name, [s], f"k = {k} is out of range [0, {n}] (the last dimension)")
-    scalar = Shape.array(s.element_type, ())
-    if comparator is None:
-        def first(a: XlaOp, b: XlaOp) -> XlaOp:
-            return total_less(b, a) if largest else total_less(a, b)
-    else:
-        user = _traced(self, name, comparator, [scalar, scalar], role="comparator")
-        if user.program_shape()[1] != Shape.array(PrimitiveType.PRED, ()):
-            raise ShapeError(name, [s], f"the comparator must return pred[], not "
-                             f"{user.program_shape()[1]}")
+            def first(a: XlaOp, b: XlaOp) -> XlaOp:
+                return a.builder.call(user, [a, b])
 
-        def first(a: XlaOp, b: XlaOp) -> XlaOp:
-            return a.builder.call(user, [a, b])
+        def values_only(a: XlaOp, b: XlaOp, _i: XlaOp, _j: XlaOp) -> XlaOp:
+            return first(a, b)
 
-    def values_only(a: XlaOp, b: XlaOp, _i: XlaOp, _j: XlaOp) -> XlaOp:
-        return first(a, b)
-
-    rank = s.rank
-    iota = self.iota(Shape.array(PrimitiveType.S32, s.dimensions), rank - 1)
-    ordered = self.sort([operand, iota], values_only, dimension=rank - 1, is_stable=True)
-    limits = list(s.dimensions[:-1]) + [k]
-    values = self.slice(self.get_tuple_element(ordered, 0), [0] * rank, limits)
-    indices = self.slice(self.get_tuple_element(ordered, 1), [0] * rank, limits)
-    return self.tuple([values, indices])
-
-
-METHODS["sort"] = sort
-METHODS["top_k"] = top_k
+        rank = s.rank
+        iota = self.iota(Shape.array(PrimitiveType.S32, s.dimensions), rank - 1)
+        ordered = self.sort([operand, iota], values_only, dimension=rank - 1, is_stable=True)
+        limits = list(s.dimensions[:-1]) + [k]
+        values = self.slice(self.get_tuple_element(ordered, 0), [0] * rank, limits)
+        indices = self.slice(self.get_tuple_element(ordered, 1), [0] * rank, limits)
+        return self.tuple([values, indices])

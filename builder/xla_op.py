@@ -6,6 +6,7 @@ created only when the computation is built. Imports `dialect`.
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -15,6 +16,13 @@ from ..dialect.shape import Shape
 
 if TYPE_CHECKING:
     from .builder import XlaBuilder
+
+# What a builder method taking `XlaOp | Scalar` also accepts: it becomes a constant (of the
+# other operand's element type where there is one, as for the operators).
+Scalar = bool | int | float | complex | np.generic
+
+# Unique across builders: emission and graph output key ops by it.
+_UIDS = itertools.count()
 
 
 class XlaOp:
@@ -38,7 +46,7 @@ class XlaOp:
         self.location = location
         self.source = source  # for a result of a multi-result op: the op
         self.index = index
-        self.uid = builder._next_uid()
+        self.uid = next(_UIDS)
 
     def __repr__(self) -> str:
         what = self.opdef.name if self.opdef else f"parameter {self.parameter_number}"
@@ -50,7 +58,7 @@ class XlaOp:
     __array_ufunc__ = None
 
     def _bin(self, method: str, other: Any, reverse: bool = False) -> XlaOp:
-        other = self.builder._as_op(other, like=self)
+        other = self.builder.as_op(other, like=self)
         lhs, rhs = (other, self) if reverse else (self, other)
         return getattr(self.builder, method)(lhs, rhs)
 
@@ -140,7 +148,7 @@ class XlaOp:
         return self.builder.abs(self)
 
     def __getitem__(self, index: Any) -> XlaOp:
-        return self.builder._index(self, index)
+        return self.builder.index(self, index)
 
     def __bool__(self) -> bool:
         raise TypeError("an XlaOp has no truth value; use the builder's select/compare ops")

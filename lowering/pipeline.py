@@ -8,6 +8,7 @@ text after every stage. Imports `dialect` and the lowering modules.
 from __future__ import annotations
 
 import copy
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -214,7 +215,8 @@ class Pipeline:
     def run(self, module: ir.Module, timings: list[tuple[str, str, float]] | None = None,
             after_each_pass: list[tuple[str, str, str]] | None = None,
             locations: bool = False, per_pass: bool = False) -> dict[str, str]:
-        """Run every stage on `module` in place; the text after each stage, by stage name.
+        """Run every stage on `module` in place; the text after each stage, by stage name
+        (as `readable_stages` shows it).
 
         Consecutive textual passes of a stage run in one PassManager (one parse, one
         run); `per_pass` runs every pass in its own. `timings` collects (stage, pass,
@@ -251,7 +253,44 @@ class Pipeline:
                 if after_each_pass is not None:
                     after_each_pass.append((name, describe_pass(group[0]), text()))
             stages[name] = text()
-        return stages
+        return readable_stages(stages)
+
+
+# Discardable attributes the lowering sets for its own passes, not part of the program:
+# tensor.empty's `xlamlir.accumulator` keeps CSE from merging two accumulators
+# (lowering/reduce.py); its value is a process-wide counter, so it would also make the
+# text of one program differ from compile to compile.
+_BOOKKEEPING = re.compile(r"(?: \{xlamlir\.accumulator = -?\d+ : i64\}"
+                          r"|xlamlir\.accumulator = -?\d+ : i64, |, xlamlir\.accumulator = -?\d+ : i64)")
+
+
+# MLIR prints an elements attribute of more than 100 elements as one hex string (a
+# 4096-element f32 constant is a 32,000-character line); elided as MLIR's own
+# `large_elements_limit` printing does.
+_LARGE_CONSTANT = re.compile(r'dense<"0x[0-9A-F]{256,}">')
+ELIDED = "dense_resource<__elided__>"
+
+
+def readable_stage_text(text: str) -> str:
+    """A stage's text without the lowering's bookkeeping attributes (the module keeps them)."""
+    return _BOOKKEEPING.sub("", text)
+
+
+def readable_stages(stages: dict[str, str]) -> dict[str, str]:
+    """The stage texts as `exe.stages` shows them.
+
+    The first stage is the module as given, exactly (compile_mlir round trips it). The
+    stages after it lose the bookkeeping attributes; the ones between the first and the
+    last also have their large constants elided (more than 128 bytes of data): only for
+    reading, nothing compiles them. The last stage keeps its constants: `exe.export`
+    compiles it.
+    """
+    names = list(stages)
+    shown = dict(stages)
+    for i, name in enumerate(names[1:], start=1):
+        text = readable_stage_text(stages[name])
+        shown[name] = _LARGE_CONSTANT.sub(ELIDED, text) if i < len(names) - 1 else text
+    return shown
 
 
 def _groups(passes: list[PassSpec], merge: bool) -> list[list[PassSpec]]:

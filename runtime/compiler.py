@@ -1,8 +1,9 @@
 """compile / compile_mlir: parse, verify, run the pipeline, JIT with the ExecutionEngine.
 
 Compiled executables are cached by (module text, pipeline, replicas, target CPU)
-in an LRU of `CACHE_SIZE` entries. `target_cpu` (runtime/targets.py) picks the
-CPU the JIT generates code for and the matmul/conv schedules' register tiles.
+in an LRU of `CACHE_SIZE` entries, and on disk across processes (runtime/disk_cache.py).
+`target_cpu` (runtime/targets.py) picks the CPU the JIT generates code for and the
+matmul/conv schedules' register tiles.
 Each compile uses a fresh MLIR context, released with the module once the
 engine holds the machine code. Imports `dialect`,
 `lowering` and `runtime`.
@@ -26,6 +27,7 @@ from ..dialect.verify import program_shape_of
 from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
 from ..lowering.patterns.boundary import DYNAMIC_STRIDES_ATTR, entry_result_shape, result_leaf_shapes
 from ..lowering.pipeline import Pipeline
+from . import disk_cache
 from .custom_calls import bind_custom_calls
 from .executable import Executable
 from .inspection import compile_stats, dump_compilation
@@ -108,9 +110,14 @@ def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int 
             _cache.move_to_end(key)
             cached.compile_stats["cache_hits"] += 1
             return cached
-    # The cache key ignores locations: the same computation built elsewhere is a hit.
-    executable = _compile_uncached(located_text or text, pipeline, num_replicas, name,
-                                   dynamic_strides, cpu)
+    entry = disk_cache.plan(text, pipeline, cpu, num_replicas=num_replicas,
+                            dynamic_strides=dynamic_strides, name=name, opt_level=JIT_OPT_LEVEL)
+    executable = _load_from_disk(entry, text, pipeline, num_replicas, name, dynamic_strides, cpu)
+    if executable is None:
+        # The cache key ignores locations: the same computation built elsewhere is a hit.
+        executable = _compile_uncached(located_text or text, pipeline, num_replicas, name,
+                                       dynamic_strides, cpu, entry)
+    executable.compile_stats.update(entry.stats())
     dump_to = os.environ.get("XLAMLIR_DUMP_TO")
     if dump_to and not dynamic_strides:
         dump_compilation(executable, dump_to)
@@ -123,8 +130,61 @@ def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int 
     return executable
 
 
+def _load_from_disk(entry: disk_cache.Entry, text: str, pipeline: Pipeline, num_replicas: int,
+                    name: str, dynamic_strides: bool, cpu: str) -> Executable | None:
+    """The program of `entry` bound as a fresh compile binds it; None on a miss."""
+    if entry.key is not None:
+        load_async_runtime()  # as for the JIT: the code of parallel loops calls it
+    loaded = entry.load(_load_runtime_libraries)
+    if loaded is None:
+        return None
+    try:
+        callbacks, feeds = _bind_runtime(loaded.library, loaded.records, num_replicas)
+        executable = Executable(
+            name=name, engine=loaded.library, callbacks=callbacks, feeds=feeds,
+            parameter_shapes=loaded.parameter_shapes, result_shape=loaded.result_shape,
+            result_leaves=result_leaf_shapes(loaded.result_shape), stages=loaded.stages,
+            num_replicas=num_replicas, dynamic_strides=dynamic_strides,
+            strided_variant=None if dynamic_strides else _variant_factory(
+                text, pipeline, num_replicas, name, cpu))
+    except Exception as e:  # noqa: BLE001 - a bad entry is compiled again, never fatal
+        entry.reject(f"{type(e).__name__}: {e}")
+        return None
+    entry.loaded()
+    executable.compile_stats = {"parse_verify_s": 0.0, "stages_s": {}, "passes_s": [], "jit_s": 0.0,
+                                "total_s": entry.seconds, "cache_hits": 0,
+                                "compiled_s": loaded.compiled_s}
+    executable.pipeline = pipeline
+    executable.target_cpu = cpu
+    executable.keeps_object = bool(os.environ.get("XLAMLIR_KEEP_OBJECT"))
+    return executable
+
+
+def _load_runtime_libraries() -> None:
+    """What else the JIT resolves a cached library's undefined symbols in: MLIR's runner
+    utils (which load libMLIR: ~100 ms, so only when a library needs them) and libm."""
+    for path in [*runtime_libraries(), "libm.so.6"]:
+        try:
+            ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        except OSError:
+            pass  # the library's load then names the symbol still missing
+
+
+def _bind_runtime(engine: Any, records: list[dict[str, str]],
+                  num_replicas: int) -> tuple[tuple[Any, threading.local], tuple[Infeed, Outfeed]]:
+    """Custom-call trampolines (the I/O and collectives among them) registered with
+    `engine`, before its first lookup."""
+    callback_errors = threading.local()
+    infeed, outfeed = Infeed(), Outfeed()
+    trampolines = bind_custom_calls(engine, records, callback_errors,
+                                    {**io_builtins(infeed, outfeed),
+                                     **collective_builtins(num_replicas)})
+    return (trampolines, callback_errors), (infeed, outfeed)
+
+
 def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: str,
-                      dynamic_strides: bool, cpu: str) -> Executable:
+                      dynamic_strides: bool, cpu: str,
+                      entry: disk_cache.Entry | None = None) -> Executable:
     started = time.perf_counter()
     context = new_context()
     with context, ir.Location.unknown():
@@ -153,13 +213,15 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
             return True
 
         custom_records = _custom_call_records(module)
+        keep_object = bool(os.environ.get("XLAMLIR_KEEP_OBJECT"))
         handler = context.attach_diagnostic_handler(collect)
         try:
             load_async_runtime()
             # XLAMLIR_KEEP_OBJECT=1 keeps the machine code for `exe.write_object(path)`
-            # (to disassemble: which instructions a target_cpu really gets).
+            # (to disassemble: which instructions a target_cpu really gets); the disk
+            # cache stores it.
             engine = ExecutionEngine(module, opt_level=JIT_OPT_LEVEL, shared_libs=runtime_libraries(),
-                                     enable_object_dump=bool(os.environ.get("XLAMLIR_KEEP_OBJECT")))
+                                     enable_object_dump=keep_object or bool(entry and entry.key))
         except Exception as e:  # noqa: BLE001 - the binding raises RuntimeError
             detail = "\n".join(diagnostics) or str(e)
             raise CompileError(f"JIT compilation failed (the 'llvm' stage must leave only the LLVM "
@@ -167,11 +229,7 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         finally:
             handler.detach()
     jitted = time.perf_counter()
-    callback_errors = threading.local()
-    infeed, outfeed = Infeed(), Outfeed()
-    trampolines = bind_custom_calls(engine, custom_records, callback_errors,
-                                    {**io_builtins(infeed, outfeed),
-                                     **collective_builtins(num_replicas)})
+    callbacks, feeds = _bind_runtime(engine, custom_records, num_replicas)
     bound = time.perf_counter()
     # The JIT generates the machine code lazily, at the first lookup (once the custom
     # calls' symbols are registered): do it here, so that `jit_s` counts it (about half
@@ -181,8 +239,7 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
     stats = compile_stats(parsed - started, timings, (jitted - lowered) + (generated - bound),
                           generated - started)
     stats["binding_s"] = bound - jitted
-    executable = Executable(name=name, engine=engine, callbacks=(trampolines, callback_errors),
-                            feeds=(infeed, outfeed),
+    executable = Executable(name=name, engine=engine, callbacks=callbacks, feeds=feeds,
                             parameter_shapes=parameter_shapes,
                             result_shape=result_shape, result_leaves=result_leaves, stages=stages,
                             num_replicas=num_replicas, dynamic_strides=dynamic_strides,
@@ -191,6 +248,9 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
                             compile_stats=stats, pass_stages=per_pass)
     executable.pipeline = pipeline  # export recompiles with it (runtime/export.py)
     executable.target_cpu = cpu
+    executable.keeps_object = keep_object
+    if entry is not None:
+        entry.store(engine, custom_records, executable)
     return executable
 
 

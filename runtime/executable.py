@@ -120,12 +120,17 @@ class Executable:
 
     #: The CPU the code was generated for ("host" or an LLVM CPU name; runtime/targets.py).
     target_cpu: str = "host"
+    #: Whether the compile ran with XLAMLIR_KEEP_OBJECT=1 (the engine may keep the object
+    #: for the disk cache without it).
+    keeps_object: bool = True
 
     def write_object(self, path: str) -> None:
         """Write the JIT's machine code (an ELF object) to `path`, for a disassembler; needs
-        the compile to have run with XLAMLIR_KEEP_OBJECT=1 (else CompileError)."""
-        self._engine.dump_to_object_file(str(path))
-        if not os.path.exists(path) or os.path.getsize(path) == 0:
+        the compile to have run with XLAMLIR_KEEP_OBJECT=1 (else CompileError). An
+        executable loaded from the disk cache writes its shared library (the same code)."""
+        if self.keeps_object:
+            self._engine.dump_to_object_file(str(path))
+        if not self.keeps_object or not os.path.exists(path) or os.path.getsize(path) == 0:
             raise CompileError("write_object: no machine code kept; compile with the environment "
                                "variable XLAMLIR_KEEP_OBJECT=1", "jit")
 

@@ -9,6 +9,7 @@ lists the values (non-finite floats as their hex bit patterns).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,10 +23,14 @@ _FAST = {PrimitiveType.S8, PrimitiveType.S16, PrimitiveType.S32, PrimitiveType.S
          PrimitiveType.F32, PrimitiveType.F64}
 _TOKEN = re.compile(r"true|false|0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
 _DENSE = re.compile(r"dense<(.*?)>\s*:", re.S)
+_RESOURCE = re.compile(r"dense_resource<([^>]+)>")
 
 
-def dense_array(op: Any, shape: Shape, attr_name: str = "value") -> np.ndarray:
-    """The value of `op`'s dense elements attribute `attr_name`, as an array of `shape`."""
+def dense_array(op: Any, shape: Shape, attr_name: str = "value",
+                resources: Callable[[str], bytes | None] | None = None) -> np.ndarray:
+    """The value of `op`'s dense elements attribute `attr_name`, as an array of `shape`.
+    `resources(name)` gives the blob of a `dense_resource<name>` (the module's
+    dialect_resources: exporters from other frameworks keep large weights there)."""
     dtype = dtype_of(shape.element_type)
     if shape.element_type in _FAST:
         try:
@@ -38,10 +43,17 @@ def dense_array(op: Any, shape: Shape, attr_name: str = "value") -> np.ndarray:
         text = str(op.attributes[attr_name])
     except Exception:  # noqa: BLE001 - a complex attribute cannot be fetched: print the op
         text = op.operation.get_asm(print_generic_op_form=True)
+    resource = _RESOURCE.search(text)
+    if resource is not None:
+        blob = resources(resource.group(1)) if resources is not None else None
+        if blob is None:
+            raise Unsupported(f"the constant's resource {resource.group(1)!r} is missing from the "
+                              "module's dialect_resources (or elided)")
+        return literal_array(f'"0x{blob[4:].hex()}"', shape)  # a blob starts with its alignment (u32)
     match = _DENSE.search(text)
     if match is None:
         raise Unsupported(f"the constant {text[:80]!r} is not a dense elements literal "
-                          "(dense_resource or elided constants are not supported)")
+                          "(elided constants are not supported)")
     return literal_array(match.group(1).strip(), shape)
 
 

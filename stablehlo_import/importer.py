@@ -10,6 +10,7 @@ captured value is threaded through the operands of `while`/`if`/`case`, and refu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -134,6 +135,17 @@ class Importer:
             raise CompileError(f"the module's mhlo.num_replicas is {self.num_replicas}; it must be >= 1",
                                stage="import")
         self._regions: dict[str, XlaComputation] = {}
+        self._resources: dict[str, bytes] | None = None
+
+    def resource(self, name: str) -> bytes | None:
+        """The blob of the module's builtin dialect resource `name` (for dense_resource constants),
+        read from the printed module once: jaxlib has no accessor for blobs."""
+        if self._resources is None:
+            text = self.module.operation.get_asm()
+            section = text[text.find("{-#"):] if "{-#" in text else ""
+            self._resources = {key.strip('"'): bytes.fromhex(data) for key, data in
+                               re.findall(r'([\w."$-]+)\s*:\s*"0x([0-9A-Fa-f]*)"', section)}
+        return self._resources.get(name.strip('"'))
 
     # -- functions ---------------------------------------------------------------------------
 

@@ -3,8 +3,9 @@
 jax lowers `jnp.linalg.cholesky`, `solve_triangular` and `lu`/`solve` on CPU to the custom
 calls `lapack_?potrf_ffi`, `lapack_?trsm_ffi` and `lapack_?getrf_ffi`. Their meaning is
 LAPACK's, so they are rebuilt here: potrf as `cholesky`, trsm as `triangular_solve`, getrf as
-an unblocked LU with partial pivoting (LAPACK's getf2: same pivots, rounding of the blocked
-getrf may differ in the last bits). `info` is computed as LAPACK defines it: for potrf,
+an unblocked LU with partial pivoting (LAPACK's getf2: the same pivots, chosen by i?amax,
+which for complex numbers compares |re| + |im|; rounding of the blocked getrf may differ in
+the last bits). `info` is computed as LAPACK defines it: for potrf,
 nonzero when the factor is not finite (not positive definite); for getrf, 1 + the first zero
 pivot's index.
 """
@@ -117,7 +118,8 @@ def _lu_step(b: XlaBuilder, state: XlaOp, batch: tuple[int, ...], m: int, n: int
     col = pick(a, at_col_k, nb + 1)                                    # [B, m]
     rows_m = iota([*batch, m], nb)
     k_m = b.broadcast(k, [*batch, m])
-    magnitude = b.abs(col)
+    # LAPACK's i?amax: |x| for real types, |re| + |im| (not the modulus) for complex ones.
+    magnitude = b.add(b.abs(b.real(col)), b.abs(b.imag(col))) if _is_complex(col) else b.abs(col)
     mag_type = magnitude.shape.element_type
     candidates = b.select(b.ge(rows_m, k_m), magnitude,
                           b.broadcast(b.constant(np.array(-1).astype(_dtype(mag_type))), [*batch, m]))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..builder import XlaOp
 from ..dialect.shape import Shape
 from .constants import dense_array
@@ -47,12 +45,7 @@ for _name, _method in BINARY.items():
 
 @handles("stablehlo.constant")
 def constant(cx: OpContext) -> XlaOp:
-    value = dense_array(cx.op, cx.result_shape)
-    if value.dtype == np.bool_ and value.size > 1 and (value.all() or not value.any()):
-        # Works around a lowering bug: a splat PRED constant of more than 8 elements reads
-        # garbage (reported); a broadcast scalar gives the same value.
-        return cx.b.broadcast(cx.b.constant(np.bool_(value.flat[0])), list(value.shape))
-    return cx.b.constant(value)
+    return cx.b.constant(dense_array(cx.op, cx.result_shape, resources=cx.importer.resource))
 
 
 @handles("stablehlo.compare")

@@ -20,7 +20,7 @@ def constant_operand(cx: OpContext, index: int, what: str) -> np.ndarray:
     if owner is None or owner.name != "stablehlo.constant":
         raise Unsupported(f"its {what} (operand {index}) is not a constant after shape refinement: "
                           "the shape stays dynamic (xlamlir compiles static shapes only)")
-    return dense_array(owner, shape_of(owner.results[0].type))
+    return dense_array(owner, shape_of(owner.results[0].type), resources=cx.importer.resource)
 
 
 @handles("stablehlo.reshape", "stablehlo.dynamic_reshape")

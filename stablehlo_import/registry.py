@@ -10,6 +10,7 @@ import functools
 def load_handlers() -> None:
     from . import (  # noqa: F401
         householder,
+        jacobi,
         lapack,
         ops_control,
         ops_elementwise,

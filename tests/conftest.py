@@ -26,6 +26,11 @@ from mlir import ir
 import xlamlir as xm
 from xlamlir.dialect.irdl import new_context
 
+# The persistent compile cache is off for the suite (tests expect real compiles, and nothing
+# may land in ~/.cache); tests/test_disk_cache.py turns it on in temporary directories.
+# XLAMLIR_TEST_CACHE_DIR=dir runs the suite through a cache in `dir` instead.
+os.environ["XLAMLIR_CACHE_DIR"] = os.environ.get("XLAMLIR_TEST_CACHE_DIR", "off")
+
 _CHECK_COMMENT = re.compile(r"^\s*#\s*(CHECK[A-Z0-9-]*(?:\{[^}]*\})?:.*)$")
 
 

@@ -54,6 +54,9 @@ class Value:
     # of values within each run of equal keys is determined. Returned, never an operand.
     tied_to: Value | None = None
     tie_dim: int = 0
+    # An inexact float one rounding from exact operands: compared within this many units in
+    # the last place (0 for IEEE's correctly rounded ops), not with the bound-based tolerance.
+    ulps: float | None = None
 
     @property
     def dtype(self) -> np.dtype:
@@ -157,13 +160,21 @@ class Generator(StructuredOps):
             return like
         return self.new_input(x.dtype, x.dims)
 
-    def add(self, op: xm.XlaOp, bound: float, exact: bool, what: str) -> Value:
+    def add(self, op: xm.XlaOp, bound: float, exact: bool, what: str,
+            ulps: float | None = None) -> Value:
         if op.shape.dtype.kind == "f":
             exact = exact and bound < exact_limit(op.shape.dtype)
-        v = Value(op, bound, exact)
+        v = Value(op, bound, exact, ulps=None if exact else ulps)
         self.pool.append(v)
-        self.trace.append(f"{what} -> {op.shape}{'' if exact else ' (inexact)'}")
+        note = "" if exact else " (inexact)" if v.ulps is None else f" (within {v.ulps:g} ulp)"
+        self.trace.append(f"{what} -> {op.shape}{note}")
         return v
+
+    def function_ulps(self, x: Value) -> float | None:
+        """The ulp budget of one transcendental function of x: none unless x is exact."""
+        if not x.exact:
+            return None
+        return 1.0 if x.dtype == np.float16 else 4.0
 
     # ---- ops --------------------------------------------------------------------------------
 
@@ -186,13 +197,17 @@ class Generator(StructuredOps):
         name = self.src.choice(["tanh", "sin", "cos", "logistic", "atan", "exp", "sqrt", "log",
                                 "abs", "neg"])
         op = x.op
+        ulps = self.function_ulps(x) if name not in ("abs", "neg") else (0.0 if x.exact else None)
         if name == "exp" and x.bound > (20 if x.dtype in FLOATS else 8):
             op = b.tanh(op)
+            ulps = None  # two roundings, the second amplified
         if name in ("sqrt", "log"):
             op = b.add(b.abs(op), b.constant(np.ones((), x.dtype)))  # keep away from 0 and NaN
         bound = {"exp": math.exp(min(x.bound, 20)), "sqrt": math.sqrt(x.bound + 1),
                  "log": math.log(x.bound + 1) + 1, "abs": x.bound, "neg": x.bound}.get(name, 2.0)
-        return self.add(getattr(b, name)(op), bound, False, name)
+        if name == "sqrt" and ulps is not None:
+            ulps = 0.0  # IEEE: correctly rounded
+        return self.add(getattr(b, name)(op), bound, False, name, ulps)
 
     def g_binary(self) -> Value:
         x = self.pick()
@@ -228,12 +243,13 @@ class Generator(StructuredOps):
             return self.add(getattr(b, name)(x.op, y.op), max(x.bound, y.bound), exact, name)
         one = b.constant(np.ones((), x.dtype))
         if name == "div":  # |y| + 1 >= 1: no inf/NaN, bound stays finite
-            return self.add(b.div(x.op, b.add(b.abs(y.op), one)), x.bound, False, name)
+            return self.add(b.div(x.op, b.add(b.abs(y.op), one)), x.bound, False, name,
+                            0.0 if exact else None)  # IEEE: correctly rounded
         if name == "rem":
             return self.add(b.rem(x.op, b.add(b.abs(y.op), one)), x.bound, exact, name)
         if name == "pow":  # (|x| + 1) ** tanh(y): positive base, exponent in (-1, 1)
             return self.add(b.pow(b.add(b.abs(x.op), one), b.tanh(y.op)), x.bound + 1, False, name)
-        return self.add(b.atan2(x.op, y.op), 4.0, False, name)
+        return self.add(b.atan2(x.op, y.op), 4.0, False, name, self.function_ulps(x) if exact else None)
 
     def g_broadcast_binary(self) -> Value:
         """A lower-rank operand mapped in with broadcast_dimensions, or a size-1 dimension."""
@@ -533,9 +549,22 @@ def compare_leaf(got: Any, want: Any, value: Value) -> str | None:
         idx = tuple(bad[0]) if len(bad) else ()
         return (f"{len(bad)} element(s) differ, first at {idx}: got {got[idx]!r}, "
                 f"reference {want[idx]!r}")
+    if value.ulps is not None:
+        g64, w64 = got.astype(np.float64), want.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            distance = np.abs(g64 - w64) / np.spacing(np.abs(want)).astype(np.float64)
+        ok = (g64 == w64) | (np.isnan(g64) & np.isnan(w64)) | (distance <= value.ulps)
+        if ok.all():
+            return None
+        idx = tuple(np.argwhere(~ok)[0])
+        return (f"{int((~ok).sum())} element(s) differ by more than {value.ulps:g} ulp, first at "
+                f"{idx}: got {got[idx]!r}, reference {want[idx]!r}")
     eps = float(np.finfo(want.dtype).eps)
-    atol = 1024 * eps * max(value.bound, 1.0)
-    atol = atol if atol < INF else 0.0
+    scale = value.bound
+    if scale == INF:  # unbounded (an inf somewhere): the finite values' own magnitude
+        finite = np.abs(want[np.isfinite(want)].astype(np.float64))
+        scale = float(finite.max()) if finite.size else 1.0
+    atol = 1024 * eps * max(scale, 1.0)
     rtol = {np.dtype(np.float32): 1e-3, np.dtype(np.float16): 4e-3}.get(want.dtype, 1e-9)
     # In float64: an f16 difference of two values near its maximum would overflow.
     ok = np.isclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol,

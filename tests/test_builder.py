@@ -9,6 +9,7 @@ constant cases run end to end against numpy.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import ml_dtypes
 import numpy as np
@@ -813,3 +814,130 @@ def test_xlaop_has_no_truth_value(b) -> None:
         bool(x)
     with pytest.raises(TypeError):
         np.asarray(x)
+
+
+# ---- select of tuples (XLA's Select with a scalar predicate; issue #14) ------------------------
+
+
+def test_select_of_tuples_under_a_scalar_predicate_runs(b) -> None:
+    p, x, y, i = params(b, "pred[]", "f32[2]", "f32[2]", "s32[]")
+    chosen = b.select(p, b.tuple([x, b.tuple([i, y])]), b.tuple([y, b.tuple([i + 1, x])]))
+    assert chosen.shape == S("(f32[2], (s32[], f32[2]))")
+    exe = xm.compile(b.build(chosen))
+    xv, yv = np.array([1, 2], np.float32), np.array([3, 4], np.float32)
+    first, (n, second) = exe(True, xv, yv, 7)
+    assert first.tolist() == [1, 2] and int(n) == 7 and second.tolist() == [3, 4]
+    first, (n, second) = exe(False, xv, yv, 7)
+    assert first.tolist() == [3, 4] and int(n) == 8 and second.tolist() == [1, 2]
+
+
+def test_select_of_tuple_parameters(b) -> None:
+    p, t, u = params(b, "pred[]", "(s32[], f32[3])", "(s32[], f32[3])")
+    exe = xm.compile(b.build(b.select(p, t, u)))
+    n, v = exe(False, (np.int32(1), np.zeros(3, np.float32)), (np.int32(2), np.ones(3, np.float32)))
+    assert int(n) == 2 and v.tolist() == [1, 1, 1]
+
+
+@pytest.mark.parametrize("pred, on_true, on_false, rule", [
+    ("pred[]", "(f32[2], s32[])", "(f32[2], f32[])", "same shape"),
+    ("pred[]", "(f32[2], s32[])", "(f32[2])", "same shape"),
+    ("pred[]", "(f32[2])", "f32[2]", "same shape"),
+    ("pred[2]", "(f32[2])", "(f32[2])", "scalar pred"),
+    ("s32[]", "(f32[2])", "(f32[2])", "scalar pred"),
+])
+def test_select_of_mismatched_tuples_is_a_shape_error(b, pred, on_true, on_false, rule) -> None:
+    p, t, f = params(b, pred, on_true, on_false)
+    with pytest.raises(xm.ShapeError, match=rule) as e:
+        b.select(p, t, f)
+    assert_shape_error(e, "select", on_true, on_false)
+
+
+# ---- Python scalars as operands of builder methods (issue #18) -------------------------------
+
+
+def test_builder_methods_take_python_scalars_like_the_operators(b) -> None:
+    (x,) = params(b, "f32[3]")
+    (i,) = params(xm.XlaBuilder("ints"), "s32[3]")
+    relu = b.max(x, 0.0)
+    assert relu.shape == S("f32[3]") and relu.operands[1].opdef.name == "broadcast_in_dim"
+    assert b.sub(1, x).shape == S("f32[3]")
+    assert b.lt(x, 0.5).shape == S("pred[3]")
+    assert b.clamp(0.0, x, 6.0).shape == S("f32[3]")
+    assert i.builder.max(i, 2).shape == S("s32[3]")
+    got = run(b.build(b.tuple([relu, b.clamp(0.0, x, 6.0)])), np.array([-1, 2, 9], np.float32))
+    assert got[0].tolist() == [0, 2, 9] and got[1].tolist() == [0, 2, 6]
+    with pytest.raises(xm.ShapeError, match="without changing its value"):
+        i.builder.add(i, 1.5)
+    with pytest.raises(xm.ShapeError):
+        b.add(x, "1")
+
+
+# ---- the outer builder inside a traced sub-computation (issue #18) ---------------------------
+
+
+def test_outer_builder_methods_act_on_the_traced_computation(b) -> None:
+    (x,) = params(b, "f32[2,3]")
+    total = b.reduce(x, 0.0, lambda acc, v: b.add(acc, b.max(v, b.constant(np.float32(0)))), [1])
+    nested = b.call(lambda v: b.reduce(b.mul(v, 2.0), 0.0, lambda a, c: b.add(a, c), [1]), [x])
+    exe = xm.compile(b.build(b.tuple([total, nested])))
+    xv = np.array([[1, -2, 3], [-4, 5, 6]], np.float32)
+    got_total, got_nested = exe(xv)
+    assert got_total.tolist() == [4, 11]
+    assert got_nested.tolist() == (2 * xv).sum(axis=1).tolist()
+    assert b.tracing is None
+
+
+def test_outer_ops_stay_foreign_inside_a_traced_computation(b) -> None:
+    (x,) = params(b, "f32[2]")
+    outer = b.constant(np.float32(1))
+    with pytest.raises(xm.ShapeError, match="closed"):
+        b.map([x], lambda v: b.add(v, outer))
+    assert b.tracing is None  # a failed trace leaves the builder usable
+    assert b.add(x, outer).shape == S("f32[2]")
+
+
+def test_parameter_and_build_stay_on_their_own_builder(b) -> None:
+    (x,) = params(b, "f32[2]")
+    seen = []
+
+    def body(v):
+        seen.append(b.parameter(1, S("f32[]")))  # the outer builder's parameter, as written
+        return v
+
+    b.map([x], body)
+    assert seen[0].builder is b and b.parameters[1] is seen[0]
+
+
+# ---- argument kinds: every public method of a family mixin is checked -------------------------
+
+
+def test_a_python_error_from_an_argument_of_the_wrong_kind_is_a_shape_error() -> None:
+    from xlamlir import XlaOp
+    from xlamlir.builder.recorder import Recorder
+
+    class Probe(Recorder):  # a new family: wrapped when the class is created
+        def probe(self, operand: XlaOp, sizes: Sequence[int]) -> int:
+            return operand.shape.rank + len(sizes)
+
+    b = Probe("probe")
+    x = b.parameter(0, S("f32[2]"))
+    assert b.probe(x, [1, 2]) == 3
+    with pytest.raises(xm.ShapeError, match=r"probe.*sizes must be a sequence of ints, got int 3"):
+        b.probe(x, 3)
+    with pytest.raises(xm.ShapeError, match=r"probe.*operand must be an XlaOp, got NoneType"):
+        b.probe(None, [1])
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+                                   np.int64, np.uint64, np.float16, ml_dtypes.bfloat16, np.float32,
+                                   np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("shape", [(), (1,), (9,), (8, 8), (3, 0), (17, 5)])
+def test_splat_and_mixed_constants_of_every_type(dtype, shape) -> None:
+    """A splat constant (every element equal) is stored as one value: a PRED splat of more
+    than 8 elements came back as garbage (numpy misread the i1 attribute)."""
+    rng = np.random.default_rng(len(shape))
+    for value in (np.ones(shape, dtype), np.zeros(shape, dtype),
+                  (rng.random(shape) < 0.5).astype(dtype)):
+        b = xm.XlaBuilder("splat")
+        b.constant(value)
+        np.testing.assert_array_equal(xm.compile(b.build())(), value)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from builder_fuzzer import RandomSource
-from differential_fuzzer import canonical_ties, check_case, make_case
+from differential_fuzzer import Value, canonical_ties, check_case, compare_leaf, make_case
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from reference import evaluate, philox4x32, threefry2x32
@@ -249,3 +249,16 @@ def test_unstable_sort_ties_compare_as_multisets() -> None:
     np.testing.assert_array_equal(canonical_ties(a, keys, 1), canonical_ties(b, keys, 1))
     c = np.array([[4, 5, 7, 8, 9], [2, 1, 3, 5, 4]])  # 1 and 2 have different keys
     assert not np.array_equal(canonical_ties(a, keys, 1), canonical_ties(c, keys, 1))
+
+
+def test_one_rounding_results_compare_in_ulps() -> None:
+    """A function of exact operands is compared in units in the last place: 0 for IEEE's
+    correctly rounded ops, a few for transcendental ones; NaN and inf must match."""
+    b = xm.XlaBuilder("ulps")
+    op = b.parameter(0, S("f32[3]"))
+    want = np.array([1.0, np.nan, np.inf], np.float32)
+    one_ulp = np.array([np.nextafter(np.float32(1), np.float32(2)), np.nan, np.inf], np.float32)
+    assert compare_leaf(one_ulp, want, Value(op, 2.0, False, ulps=0.0)) is not None
+    assert compare_leaf(one_ulp, want, Value(op, 2.0, False, ulps=4.0)) is None
+    assert compare_leaf(np.array([1.0, 0.0, np.inf], np.float32), want,
+                        Value(op, 2.0, False, ulps=4.0)) is not None

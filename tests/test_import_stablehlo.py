@@ -174,6 +174,26 @@ def test_constants_keep_their_bits():
     assert splat.all()
 
 
+def test_dense_resource_constants():
+    # Exporters from other frameworks keep weights as blobs in the module's dialect_resources.
+    text = """func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+      %w = stablehlo.constant dense_resource<weights.0> : tensor<3xf32>
+      %0 = stablehlo.multiply %x, %w : tensor<3xf32>
+      return %0 : tensor<3xf32>
+    }
+    {-#
+      dialect_resources: {
+        builtin: {
+          weights.0: "0x040000000000803F00000040000040C0"
+        }
+      }
+    #-}"""
+    np.testing.assert_array_equal(xm.compile(imported(text))(np.ones(3, np.float32)), [1, 2, -3])
+    missing = text.replace("dense_resource<weights.0>", "dense_resource<other>")
+    with pytest.raises(xm.CompileError, match=r"constant at <input>:2:\d+: .*resource 'other' is missing"):
+        imported(missing)
+
+
 def test_hex_constant_of_a_large_array():
     from jaxlib.mlir import ir
 
@@ -317,6 +337,9 @@ def test_cli_import_and_run(tmp_path, capsys):
     bad.write_text("func.func @main() {\n  %0 = stablehlo.nonsense\n}\n")
     assert main(["import", str(bad)]) == 1
     assert re.search(r"bad\.mlir:2:\d+", capsys.readouterr().err)
+    bad.write_bytes(b"\xff\xfe not text")
+    assert main(["run", str(bad)]) == 1
+    assert "neither MLIR bytecode" in capsys.readouterr().err
 
 
 def test_custom_call_to_a_registered_target():
@@ -442,3 +465,21 @@ def test_nested_regions_capture_through_every_level():
     x, scale = np.array([1, 2, 3], np.float32), np.array([2, 3, -1], np.float32)
     np.testing.assert_array_equal(exe(True, x, scale), x * scale * scale)
     np.testing.assert_array_equal(exe(False, x, scale), scale)
+
+
+def test_dynamic_ops_with_static_results():
+    # Shape operands that are not constants: the static result type decides (a shape operand
+    # that disagrees with it makes the program invalid StableHLO).
+    text = """func.func @main(%x: tensor<6xf32>, %s: tensor<2xi32>, %n: tensor<1xi32>)
+        -> (tensor<2x3xf32>, tensor<4xi32>, tensor<2x6xf32>) {
+      %0 = stablehlo.dynamic_reshape %x, %s : (tensor<6xf32>, tensor<2xi32>) -> tensor<2x3xf32>
+      %1 = stablehlo.dynamic_iota %n, dim = 0 : (tensor<1xi32>) -> tensor<4xi32>
+      %2 = stablehlo.dynamic_broadcast_in_dim %x, %s, dims = [1]
+          : (tensor<6xf32>, tensor<2xi32>) -> tensor<2x6xf32>
+      return %0, %1, %2 : tensor<2x3xf32>, tensor<4xi32>, tensor<2x6xf32>
+    }"""
+    x = np.arange(6, dtype=np.float32)
+    r, i, bc = xm.compile(imported(text))(x, np.array([2, 3], np.int32), np.array([4], np.int32))
+    np.testing.assert_array_equal(r, x.reshape(2, 3))
+    np.testing.assert_array_equal(i, np.arange(4))
+    np.testing.assert_array_equal(bc, np.broadcast_to(x, (2, 6)))

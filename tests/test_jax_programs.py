@@ -229,6 +229,24 @@ def test_lapack_custom_calls(case):
     assert_same(xm.jit(fn)(*args), jax.jit(fn)(*args))
 
 
+@pytest.mark.parametrize("shape, x64", [((2, 5, 5), False), ((6, 6), True), ((1, 1), False)])
+def test_eigh(shape, x64):
+    # Eigenvalues equal LAPACK's; eigenvectors are defined up to sign, so compare |V^T V_jax|.
+    g = rng.standard_normal(shape)
+    a = g + np.swapaxes(g, -1, -2)
+    a = a if x64 else a.astype(np.float32)
+    with jax.enable_x64(x64):
+        (w, v), (want_w, want_v) = xm.jit(jnp.linalg.eigh)(a), jax.jit(jnp.linalg.eigh)(a)
+        values_only = xm.jit(jnp.linalg.eigvalsh)(a)
+    tol = 1e-10 if x64 else 2e-5
+    assert w.dtype == a.dtype and v.dtype == a.dtype
+    np.testing.assert_allclose(w, want_w, atol=tol * 10)
+    np.testing.assert_allclose(values_only, want_w, atol=tol * 10)
+    overlap = np.abs(np.swapaxes(v, -1, -2) @ np.asarray(want_v))
+    np.testing.assert_allclose(overlap, np.broadcast_to(np.eye(shape[-1]), overlap.shape), atol=tol * 10)
+    np.testing.assert_allclose(v @ (w[..., None] * np.swapaxes(v, -1, -2)), a, atol=tol * 10)
+
+
 def test_f64_and_i64_with_x64():
     def f(a, i):
         return jnp.sin(a) @ a, i * i + 2**40, a.astype(jnp.float32), jnp.cumsum(i)

@@ -670,6 +670,112 @@ def test_reduce_window_variadic_argmax() -> None:
     assert indices.tolist() == [2, 4, 5, 7, 8]
 
 
+def cumulative(b: xm.XlaBuilder, x: xm.XlaOp | list[xm.XlaOp], init: xm.XlaOp | list[xm.XlaOp],
+               computation: Callable[..., object], axis: int) -> xm.XlaOp:
+    """XLA's cumulative-op idiom: a window of the whole axis, padding (n - 1, 0)."""
+    dims = (x[0] if isinstance(x, list) else x).shape.dimensions
+    window = [dims[d] if d == axis else 1 for d in range(len(dims))]
+    padding = [(dims[d] - 1, 0) if d == axis else (0, 0) for d in range(len(dims))]
+    return b.reduce_window(x, init, computation, window, [1] * len(dims), padding=padding)
+
+
+SCAN_CASES = [  # (dtype, op, numpy accumulate, init)
+    (np.float32, "add", np.add, 0.0), (np.float32, "max", np.fmax, -np.inf),
+    (np.float64, "add", np.add, -0.0), (np.float32, "mul", np.multiply, 1.0),
+    (np.int32, "add", np.add, 0), (np.uint8, "add", np.add, 0), (np.int64, "min", np.minimum, 2**63 - 1),
+    (np.int8, "mul", np.multiply, 1),
+]
+
+
+@pytest.mark.parametrize("dims,axis", [((2,), 0), ((17,), 0), ((1000,), 0), ((3, 17), 1),
+                                       ((3, 17), 0), ((2, 5, 16), 1), ((4, 3, 2), 0),
+                                       ((2, 3, 33), 2)])
+def test_reduce_window_prefix_scan(dims: tuple[int, ...], axis: int) -> None:
+    # The scan computes each window's in-order fold exactly (no reassociation): float
+    # sums equal numpy's sequential accumulate bit for bit; integers wrap.
+    rng = np.random.default_rng(len(dims) * 10 + axis)
+    ops = {"add": add, "max": lambda a, x: a.builder.max(a, x), "min": lambda a, x: a.builder.min(a, x),
+           "mul": lambda a, x: a * x}
+    arrays = []
+    for dtype, _, _, _ in SCAN_CASES:
+        if np.dtype(dtype).kind == "f":
+            x = rng.standard_normal(dims).astype(dtype) * 1e3
+        else:
+            x = rng.integers(-3 if np.dtype(dtype).kind == "i" else 0, 4, dims).astype(dtype)
+        arrays.append(x)
+    mul_case = [i for i, c in enumerate(SCAN_CASES) if c[1] == "mul" and c[0] == np.float32][0]
+    arrays[mul_case] = (1 + arrays[mul_case] / 1e4).astype(np.float32)  # no overflow
+
+    def build(b, *ps):
+        return [cumulative(b, p, b.constant(np.asarray(init, dtype)[()]), ops[op], axis)
+                for p, (dtype, op, _, init) in zip(ps, SCAN_CASES)]
+
+    got = compiled(build, *(shape(xm.type_of(x.dtype), dims) for x in arrays))(*arrays)
+    for r, x, (dtype, op, ufunc, _) in zip(got, arrays, SCAN_CASES):
+        want = ufunc.accumulate(x, axis=axis, dtype=dtype)
+        assert r.dtype == want.dtype
+        np.testing.assert_array_equal(r, want, err_msg=f"{np.dtype(dtype)} {op}")
+
+
+def test_reduce_window_prefix_scan_other_inits_and_variadic() -> None:
+    # An init that is not an identity (1 for add: f(init, init) != init) keeps the window
+    # loops: output i adds the init once per padding cell. A variadic running argmax,
+    # and bf16, NaN and -0.0 sums are exact too.
+    x = np.array([[3, 1, 4, 4, 5, 9, 2, 6, 5, 3]], np.float32)
+    h = np.array([1.5, -0.0, np.nan, 2.25, -1], ml_dtypes.bfloat16)
+    z = np.array([-0.0, -0.0, 0.0, -0.0], np.float32)
+
+    def build(b, p, hp, zp):
+        idx = b.constant(np.arange(10, dtype=np.int32).reshape(1, 10))
+        inits = [b.constant(np.float32(-np.inf)), b.constant(np.int32(0))]
+        return [cumulative(b, p, b.constant(np.float32(1)), add, 1),
+                cumulative(b, [p, idx], inits, argmax_computation, 1),
+                cumulative(b, hp, b.constant(np.zeros((), ml_dtypes.bfloat16)), add, 0),
+                cumulative(b, zp, b.constant(np.float32(-0.0)), add, 0),
+                cumulative(b, zp, b.constant(np.float32(0.0)), add, 0)]
+
+    ones, (values, indices), hs, neg, pos = compiled(
+        build, shape(xm.F32, (1, 10)), shape(xm.BF16, (5,)), shape(xm.F32, (4,)))(x, h, z)
+    np.testing.assert_array_equal(ones, np.cumsum(x, axis=1) + np.arange(10, 0, -1))
+    assert values.tolist() == [[3, 3, 4, 4, 5, 9, 9, 9, 9, 9]]
+    assert indices.tolist() == [[0, 0, 2, 2, 4, 5, 5, 5, 5, 5]]
+    assert hs.astype(np.float32)[:2].tolist() == [1.5, 1.5] and np.isnan(hs.astype(np.float32)[2:]).all()
+    assert np.signbit(neg).tolist() == [True, True, False, False]
+    assert np.signbit(pos).tolist() == [False, False, False, False]
+
+
+def test_reduce_window_prefix_scan_ir() -> None:
+    # The scan: one forall iteration per leading index, sequential along the axis, an
+    # inner loop over the trailing elements. The check f(init, init) == init folds away
+    # for a constant init; with a parameter it stays, the window loops in its else.
+    b = xm.XlaBuilder("cumsum")
+    p = b.parameter(0, shape(xm.F32, (4, 100, 8)))
+    cumulative(b, p, b.constant(np.float32(0)), add, 1)
+    check_ir(xm.compile(b.build()).stages["linalg"], """
+        CHECK-NOT: scf.if
+        CHECK: scf.forall (%[[P:.*]]) in (4)
+        CHECK: scf.for %{{.*}} = %c0 to %c8
+        CHECK: scf.for %[[I:.*]] = %c1 to %c100
+        CHECK: scf.for %[[Q:.*]] = %c0 to %c8
+        CHECK: tensor.extract %{{.*}}[%{{.*}}, %[[Q]]] : tensor<100x8xf32>
+        CHECK: arith.addf
+        CHECK: tensor.insert %{{.*}}[%[[I]], %[[Q]]] : tensor<100x8xf32>
+        CHECK-NOT: linalg.generic
+    """)
+    b = xm.XlaBuilder("cumsum_any_init")
+    p = b.parameter(0, shape(xm.S32, (100,)))
+    cumulative(b, p, b.parameter(1, shape(xm.S32, ())), add, 0)
+    check_ir(xm.compile(b.build()).stages["linalg"], """
+        CHECK: %[[SAME:.*]] = arith.cmpi eq
+        CHECK: scf.if %[[SAME]] -> (tensor<100xi32>)
+        CHECK-NOT: scf.forall
+        CHECK: scf.for %{{.*}} = %c1 to %c100
+        CHECK: } else {
+        CHECK: linalg.generic
+        CHECK-SAME: "reduction"
+    """)
+
+
 def test_reduce_window_ir() -> None:
     b = xm.XlaBuilder("sum_pool")
     p = b.parameter(0, shape(xm.F32, (1, 4, 4, 2)))

@@ -5,9 +5,10 @@ here (SEMANTICS.md 5.E, D14):
 - The default comparator sorts ascending in XLA's total order (-0.0 before
   +0.0) with every NaN last, whatever its sign (the API's "NaNs last"; XLA's
   total order would put a negative NaN first).
-- The sort is stable even with is_stable=False (a merge sort), so equal keys
-  keep their order; tests of is_stable=False use keys without ties or only
-  check the order of the keys.
+- The sort is stable even with is_stable=False (a merge sort, or a radix sort
+  for the recognised comparators, or a selection when only a prefix is read),
+  so equal keys keep their order; tests of is_stable=False use keys without
+  ties or only check the order of the keys.
 - top_k: ties toward the lower index, NaN counts as the largest value,
   `largest=False` gives the smallest k in ascending order; a `comparator`
   (seed 004's form) may replace `largest`.
@@ -395,6 +396,216 @@ def test_top_k_shape_errors(b: xm.XlaBuilder) -> None:
     assert values_.shape == shape(np.float32, (2, 2)) and indices.shape == shape(np.int32, (2, 2))
 
 
+# -- the fast paths: radix sort, partial selection ------------------------------------------------
+
+ALL_DTYPES = [np.float32, np.float64, np.float16, BF16, np.int8, np.int16, np.int32, np.int64,
+              np.uint8, np.uint16, np.uint32, np.uint64, np.bool_]
+SIZES = [1, 2, 15, 16, 17, 1000, 4097]  # around the 16-lane and 4096-element boundaries
+
+
+def special_values(dtype: object, n: int, seed: int) -> np.ndarray:
+    """`n` values with many ties and, for floats, +-NaN (with payloads), +-0.0, +-inf and
+    large magnitudes; integers over their whole range."""
+    dtype = np.dtype(dtype)
+    rng = np.random.default_rng(seed)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, n).astype(bool)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        wide = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        return np.where(rng.random(n) < 0.5, wide, rng.integers(0, 5, n).astype(dtype))
+    x = (rng.integers(-6, 6, n) / 2).astype(np.float32)
+    neg_nan = np.copysign(np.float32(np.nan), np.float32(-1))
+    payload_nan = np.array([0x7FC00123], np.uint32).view(np.float32)[0]
+    specials = np.array([np.nan, neg_nan, payload_nan, -0.0, 0.0, np.inf, -np.inf, 3e4, -3e4,
+                         1e-3], np.float32)
+    pick = rng.random(n) < 0.3
+    x[pick] = specials[rng.integers(0, len(specials), int(pick.sum()))]
+    return x.astype(dtype)
+
+
+def total_order_key(v: object) -> tuple:
+    """XLA's total order (compare TOTALORDER): by the sign-flipped bits, so -NaN first and
+    NaNs ordered by payload; integers by value."""
+    a = np.asarray(v)
+    if a.dtype.kind in "iub":
+        return (int(a),)
+    bits = int(a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]))
+    sign = 1 << (8 * a.dtype.itemsize - 1)
+    return ((sign - 1 - (bits ^ sign)) if bits & sign else bits + sign,)
+
+
+def stable_order(x: np.ndarray, key: Callable[[object], tuple], descending: bool = False
+                 ) -> np.ndarray:
+    """Per row of the last axis: positions in stable order (ties by index, also when
+    descending)."""
+    sign = -1 if descending else 1
+    rows = x.reshape(-1, x.shape[-1])
+    order = [sorted(range(len(r)), key=lambda i, r=r: (tuple(sign * k for k in key(r[i])), i))
+             for r in rows]
+    return np.array(order, np.int64).reshape(x.shape)
+
+
+def gt_total(u: xm.XlaOp, v: xm.XlaOp, *_: xm.XlaOp) -> xm.XlaOp:
+    return u.builder.compare(u, v, "GT", "TOTALORDER")
+
+
+def lt_total_swapped(u: xm.XlaOp, v: xm.XlaOp, *_: xm.XlaOp) -> xm.XlaOp:
+    """jnp.sort's comparator with the parameters the other way round: v < u, descending."""
+    return u.builder.compare(v, u, "LT", "TOTALORDER")
+
+
+def lt_total_raw(u: xm.XlaOp, v: xm.XlaOp, *_: xm.XlaOp) -> xm.XlaOp:
+    """jnp.sort's comparator: compare LT TOTALORDER, no NaN rewrite."""
+    return u.builder.compare(u, v, "LT", "TOTALORDER")
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda t: np.dtype(t).name)
+def test_radix_sort_every_type_and_size(dtype: object) -> None:
+    # The recognised comparators (default, TOTALORDER both ways, integer LT/GT) on rows
+    # of every boundary size, with an iota operand: is_stable=True pins the order of ties.
+    is_float = np.dtype(dtype).kind == "f" or np.dtype(dtype) == BF16
+    arrays = [special_values(dtype, n, n) for n in SIZES]
+    matrix = special_values(dtype, 3 * 17, 5).reshape(3, 17)
+
+    def iota(b: xm.XlaBuilder, p: xm.XlaOp) -> xm.XlaOp:
+        return b.iota(xm.Shape.array(xm.S32, p.shape.dimensions), p.shape.rank - 1)
+
+    def build(b, m, *ps):
+        out = []
+        for p in ps:
+            out.append(b.sort([p, iota(b, p)], is_stable=True))
+            descending = gt_total if is_float else (lambda u, v, *_: u.builder.gt(u, v))
+            out.append(b.sort([p, iota(b, p)], descending, is_stable=True))
+        out.append(b.sort([m, iota(b, m)], is_stable=True))
+        if is_float:
+            out.append(b.sort([ps[-1], iota(b, ps[-1])], lt_total_raw, is_stable=True))
+            out.append(b.sort([ps[-1], iota(b, ps[-1])], lt_total_swapped, is_stable=True))
+        return out
+
+    got = iter(run(build, matrix, *arrays))
+    default_key = sort_key if is_float else (lambda v: (int(v),))
+    descending_key = total_order_key if is_float else default_key
+    for x in arrays:
+        for key, desc in ((default_key, False), (descending_key, True)):
+            values_, indices = next(got)
+            want = stable_order(x, key, desc)
+            np.testing.assert_array_equal(indices, want, err_msg=f"n={len(x)} desc={desc}")
+            assert_same(values_, x[want], f"n={len(x)}")
+    values_, indices = next(got)
+    np.testing.assert_array_equal(indices, stable_order(matrix, default_key))
+    if is_float:
+        x = arrays[-1]
+        for desc in (False, True):
+            values_, indices = next(got)
+            np.testing.assert_array_equal(indices, stable_order(x, total_order_key, desc))
+            assert_same(values_, x[indices])
+
+
+def test_radix_sort_several_operands_and_dimensions() -> None:
+    # The key is the second operand (comparator on parameters 2, 3); the others follow
+    # it; rows along a middle and a first dimension of a 3-D array; ties stay in order.
+    keys = values(np.int16, (4, 17, 3), 3, spread=3)
+    floats = values(np.float64, (4, 17, 3), 4)
+    flags = values(np.bool_, (4, 17, 3), 5)
+
+    def by_second(_a, _b, k0, k1, *_):
+        return k0.builder.lt(k0, k1)
+
+    def build(b, f, k, g):
+        return [b.sort([f, k, g], by_second, dimension=1, is_stable=True),
+                b.sort([f, k, g], by_second, dimension=0, is_stable=True)]
+
+    for axis, (sf, sk, sg) in zip((1, 0), run(build, floats, keys, flags)):
+        order = np.argsort(keys, axis=axis, kind="stable")
+        np.testing.assert_array_equal(sk, np.take_along_axis(keys, order, axis))
+        np.testing.assert_array_equal(sf, np.take_along_axis(floats, order, axis))
+        np.testing.assert_array_equal(sg, np.take_along_axis(flags, order, axis))
+
+
+def test_unrecognised_comparators_keep_the_merge_sort() -> None:
+    # FLOAT compares (-0.0 == +0.0: ties keep their order) and two-key orders.
+    x = np.array([0.0, -0.0, 1.0, -0.0, 0.0, -1.0], np.float32)
+    k = np.array([2, 1, 2, 1, 0, 2], np.int32)
+    m = np.array([5, 3, 7, 1, 2, 0], np.uint8)
+
+    def two_keys(k0, k1, m0, m1):
+        b = k0.builder
+        return b.or_(b.lt(k0, k1), b.and_(b.eq(k0, k1), b.lt(m0, m1)))
+
+    def build(b, p, kk, mm):
+        return [b.sort(p, lambda u, v: u.builder.lt(u, v), is_stable=True), b.sort([kk, mm], two_keys)]
+
+    plain, (sk, sm) = run(build, x, k, m)
+    assert np.signbit(plain).tolist() == [True, False, True, True, False, False]
+    assert plain.tolist() == [-1.0, 0.0, -0.0, -0.0, 0.0, 1.0]
+    assert sk.tolist() == [0, 1, 1, 2, 2, 2] and sm.tolist() == [2, 1, 3, 0, 5, 7]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda t: np.dtype(t).name)
+def test_top_k_selection_every_type_and_size(dtype: object) -> None:
+    # k up to MAX_SELECTED (32) takes the selection path; 33 sorts fully. Rows of many
+    # ties, NaNs of both signs (NaN is the largest value).
+    cases = [(special_values(dtype, n, 7 * n), k) for n in SIZES for k in (1, 3, 32, 33) if k <= n]
+    matrix = special_values(dtype, 2 * 3 * 40, 1).reshape(2, 3, 40)
+
+    def build(b, m, *ps):
+        out = [b.top_k(p, k) for p, (_, k) in zip(ps, cases)]
+        out += [b.top_k(p, k, largest=False) for p, (_, k) in zip(ps, cases)]
+        return out + [b.top_k(m, 5), b.top_k(m, 5, largest=False)]
+
+    got = run(build, matrix, *(x for x, _ in cases))
+    key = sort_key if (np.dtype(dtype).kind == "f" or np.dtype(dtype) == BF16) else (lambda v: (int(v),))
+    want = [(x, k, True) for x, k in cases] + [(x, k, False) for x, k in cases]
+    want += [(matrix, 5, True), (matrix, 5, False)]
+    for (values_, indices), (x, k, largest) in zip(got, want):
+        order = stable_order(x, key, descending=largest)[..., :k]
+        np.testing.assert_array_equal(indices, order, err_msg=f"{x.shape} k={k} {largest}")
+        assert indices.dtype == np.int32
+        assert_same(values_, np.take_along_axis(x, order, -1))
+
+
+def test_sorts_read_through_slices() -> None:
+    # A user's slice of a sort (also not from 0, several operands, other dimensions)
+    # reads a prefix: selection. A sort also read whole, or past 32, sorts fully.
+    x = values(np.float32, (5, 50), 21, spread=6)
+    i = values(np.int32, (5, 50), 22)
+
+    def build(b, p, q):
+        s = b.sort([p, q], is_stable=True)
+        head = [b.slice(b.get_tuple_element(s, 0), [1, 2], [4, 9]),
+                b.slice(b.get_tuple_element(s, 1), [0, 0], [5, 4])]
+        whole = b.sort(p, is_stable=True)
+        cols = b.sort(q, dimension=0, is_stable=True)
+        return head + [b.slice(whole, [0, 0], [5, 3]), whole, b.slice(cols, [0, 0], [2, 50]),
+                       b.slice(b.sort(p), [0, 0], [5, 40])]
+
+    a, c, d, whole, cols, wide = run(build, x, i)
+    order = np.argsort(x, axis=1, kind="stable")
+    np.testing.assert_array_equal(a, np.take_along_axis(x, order, 1)[1:4, 2:9])
+    np.testing.assert_array_equal(c, np.take_along_axis(i, order, 1)[:, :4])
+    np.testing.assert_array_equal(d, np.sort(x, axis=1)[:, :3])
+    np.testing.assert_array_equal(whole, np.sort(x, axis=1))
+    np.testing.assert_array_equal(cols, np.sort(i, axis=0)[:2])
+    np.testing.assert_array_equal(wide, np.sort(x, axis=1)[:, :40])
+
+
+def test_top_k_selection_custom_comparator_worst_case() -> None:
+    # Ascending rows for a largest-k: every element enters the buffer (the O(n k) case);
+    # a comparator on magnitudes has ties between x and -x.
+    x = np.arange(-300, 300, dtype=np.int32).reshape(2, 300)
+
+    def by_magnitude(u, v):
+        b = u.builder
+        return b.gt(b.abs(u), b.abs(v))
+
+    (v, i), (mv, mi) = run(lambda b, p: [b.top_k(p, 7), b.top_k(p, 5, comparator=by_magnitude)], x)
+    np.testing.assert_array_equal(i, np.tile(np.arange(299, 292, -1, dtype=np.int32), (2, 1)))
+    np.testing.assert_array_equal(v, np.take_along_axis(x, i.astype(np.int64), 1))
+    assert mi[0].tolist() == [0, 1, 2, 3, 4] and mv[0].tolist() == [-300, -299, -298, -297, -296]
+    assert mi[1].tolist() == [299, 298, 297, 296, 295]
+
+
 # -- IR ----------------------------------------------------------------------------------------
 
 def test_sort_ir() -> None:
@@ -413,11 +624,45 @@ def test_sort_ir() -> None:
         CHECK-SAME: %arg2: tensor<ui8>, %arg3: tensor<ui8>) -> tensor<i1>
         CHECK: "xhlo.compare"(%{{.*}}) {compare_type = "TOTALORDER", comparison_direction = "LT"}
     """)
-    # Three merge passes (widths 1, 2, 4) for rows of 5; each merges with scf loops.
+    # The default order: a radix sort, one row per scf.forall iteration. One loop counts
+    # the 4 digits of every key (histograms of 4 x 256), 4 passes scatter, the last one
+    # the operands only.
     check_ir(stage_text(comp, "linalg"), """
+        CHECK: scf.forall
+        CHECK: scf.for {{.*}} -> (tensor<5xi32>, tensor<1024xi32>)
+        CHECK-COUNT-4: scf.for {{.*}} -> (i32, tensor<256xi32>)
+        CHECK-NOT: xhlo.
+        CHECK: scf.forall.in_parallel
+        CHECK-NEXT: tensor.parallel_insert_slice {{.*}} : tensor<5xf32> into tensor<2x5xf32>
+        CHECK-NEXT: tensor.parallel_insert_slice {{.*}} : tensor<5xi8> into tensor<2x5xi8>
+    """)
+
+
+def test_sort_merge_ir() -> None:
+    # A comparator the radix sort does not handle (FLOAT compare): three merge passes
+    # (widths 1, 2, 4) for rows of 5; each merges with scf loops.
+    b = xm.XlaBuilder("ir")
+    x = b.parameter(0, shape(np.float32, (2, 5)))
+    b.sort(x, lambda u, v: u.builder.lt(u, v))
+    check_ir(stage_text(b.build(), "linalg"), """
+        CHECK-NOT: scf.forall
         CHECK-COUNT-3: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1 iter_args
         CHECK: tensor.extract
-        CHECK: arith.cmpi slt
+        CHECK: arith.cmpf olt
         CHECK: arith.select
         CHECK: tensor.insert
+    """)
+
+
+def test_top_k_selection_ir() -> None:
+    # top_k(3) of rows of 100: buffers of 3 per row, filled in one pass, rows in a forall.
+    b = xm.XlaBuilder("ir")
+    x = b.parameter(0, shape(np.float32, (4, 100)))
+    b.top_k(x, 3)
+    check_ir(stage_text(b.build(), "linalg"), """
+        CHECK: scf.forall
+        CHECK: scf.for %{{.*}} = %c0 to %c100 step %c1 iter_args({{.*}}) -> (tensor<3xf32>, tensor<3xi32>)
+        CHECK: scf.if
+        CHECK: tensor.parallel_insert_slice {{.*}} : tensor<3xf32> into tensor<4x100xf32>
+        CHECK-NOT: tensor<256xi32>
     """)

@@ -24,7 +24,13 @@ def lower_constant(v: OpView) -> ir.Value:
         return _complex_constant(v, value)
     wanted = signless_type(value.type)
     if v.result_shape.element_type == PrimitiveType.PRED:
-        bits = np.array(ir.DenseElementsAttr(value), dtype=np.uint8).reshape(-1)
+        dense = ir.DenseElementsAttr(value)
+        if dense.is_splat:  # numpy reads a splat i1 attribute wrongly: garbage past 8 elements
+            splat = dense.get_splat_value()
+            bit = ir.BoolAttr(splat).value if isinstance(splat, ir.BoolAttr) else ir.IntegerAttr(splat).value
+            bits = np.full(v.result_shape.numel, int(bit) & 1, np.uint8)
+        else:
+            bits = np.array(dense, dtype=np.uint8).reshape(-1)
         if bits.size == 0:
             value = ir.Attribute.parse(f"dense<> : {wanted}")
         else:

@@ -15,7 +15,7 @@
   results. The loops are sequential, so duplicate indices combine one after
   the other (the spec leaves their order unspecified).
 
-The loop helpers here are shared with `lowering.sort`. Imports `dialect` and
+The loop helpers here are shared with `lowering.ops.sort`. Imports `dialect` and
 the lowering modules.
 """
 

@@ -46,6 +46,7 @@ from ..patterns.computations import apply_computation, current_library
 from ..patterns.framework import OpView, lowers
 from ..scalar.arithmetic import Elem
 from ..scalar.storage import from_storage, to_storage
+from .window_scan import scan, scan_axis
 
 
 def _element_type(value_or_type: ir.Value | ir.Type) -> ir.Type:
@@ -383,11 +384,21 @@ def lower_reduce_window(v: OpView) -> list[ir.Value]:
     loops = _Window(v.shapes["inputs"][0].dimensions, a["window_dimensions"], a["window_strides"],
                     a["base_dilations"], a["window_dilations"], a["padding"])
     init_scalars = [tensor.extract(init, []) for init in inits]
-    outs = [_splat(init, s.dimensions) for init, s in zip(init_scalars, v.result_shapes)]
     symbol = a["computation"]
-    # Padding cells and dilation holes read as the init values.
-    return loops.generic(inputs, init_scalars, outs,
-                         lambda xs, _valid, accs: apply_computation("reduce_window", symbol, accs + xs))
+
+    def window_loops() -> list[ir.Value]:
+        outs = [_splat(init, s.dimensions) for init, s in zip(init_scalars, v.result_shapes)]
+        # Padding cells and dilation holes read as the init values.
+        return loops.generic(inputs, init_scalars, outs,
+                             lambda xs, _valid, accs: apply_computation("reduce_window", symbol,
+                                                                        accs + xs))
+
+    dims = v.shapes["inputs"][0].dimensions
+    axis = scan_axis(dims, a["window_dimensions"], a["window_strides"], a["base_dilations"],
+                     a["window_dilations"], a["padding"])
+    if axis is not None and not any(s.element_type.is_complex for s in v.shapes["inputs"]):
+        return scan(inputs, init_scalars, dims, axis, symbol, window_loops)  # cumsum & co
+    return window_loops()
 
 
 # -- select_and_scatter ------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from ..patterns.computations import apply_computation
 from ..patterns.framework import OpView, lowers
 from ..scalar.storage import from_storage
 from .indexing import element_type, index_const, loop_nest
+from .sort_kernels import MAX_SELECTED, key_order, prefix_read, radix_rows, select_rows
 
 
 def _merge_pass(sources: Sequence[ir.Value], destinations: Sequence[ir.Value],
@@ -88,6 +89,22 @@ def lower_sort(v: OpView) -> list[ir.Value]:
     if n <= 1 or 0 in dims:
         return inputs  # already sorted
     comparator = v.attrs["comparator"]
+    kept = prefix_read(v.op, axis)
+    if kept is not None and kept < n and kept <= MAX_SELECTED:
+        if kept == 0:
+            return [tensor.EmptyOp(dims, element_type(x)).result for x in inputs]
+        return select_rows(inputs, dims, axis, comparator, kept)
+    types = [s.element_type for s in v.shapes["inputs"]]
+    order = key_order(comparator, types)
+    if order is not None:
+        return radix_rows(inputs, types, dims, axis, order)
+    return merge_sort(inputs, dims, axis, comparator)
+
+
+def merge_sort(inputs: list[ir.Value], dims: list[int], axis: int, comparator: str
+               ) -> list[ir.Value]:
+    """The general path: `inputs` merge-sorted along `axis` by any comparator."""
+    n = dims[axis]
     previous: list[ir.Value] | None = None  # the result of the pass before the last
     current = inputs
     width = 1

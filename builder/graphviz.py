@@ -1,7 +1,8 @@
 """Graphviz views of a computation: `comp.to_dot()`, `comp.render(path)`, Jupyter SVG.
 
 Nodes are parameters, constants and ops (with their shapes); edges go from
-operand to user; every sub-computation is a cluster. Imports `builder.emit`.
+operand to user; every sub-computation is a cluster. XlaComputation's `to_dot`,
+`render` and `_repr_svg_` call these. Imports `builder.emit`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import shutil
 import subprocess
 from typing import Any
 
-from .emit import _side_effects, _topological, check_parameters
+from .emit import check_parameters, side_effects, topological
 
 
 def _quote(text: str) -> str:
@@ -37,8 +38,8 @@ def _style(op: Any) -> str:
 
 def _cluster(comp: Any, prefix: str, lines: list[str], seen: dict[int, str], depth: int) -> str:
     """Emit `comp`'s nodes (and its sub-computations' clusters); returns the root node id."""
-    builder, root = comp._builder, comp._root
-    ops = _topological([*_side_effects(builder), *check_parameters(builder), root])
+    builder, root = comp.builder, comp.root
+    ops = topological([*side_effects(builder), *check_parameters(builder), root])
     ids = {op.uid: f"{prefix}n{i}" for i, op in enumerate(ops)}
     indent = "  " * depth
     for op in ops:

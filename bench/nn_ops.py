@@ -1,0 +1,234 @@
+"""Neural-network workloads of issue #17: layer norm, attention, batched matmul, strided /
+1x1 / depthwise convolutions, 2x2 max-pool and a tanh RNN loop.
+
+Each is a `Case` (bench/harness.py): ours built with the XlaBuilder API, numpy's usual way
+(matmuls on its BLAS, convolutions as im2col + matmul), and the JAX function a user would
+write. Matmul-like results are checked against a float64 reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from harness import Case, measure
+from peers import jax, jnp
+from timing import Measurement, Workload
+
+import xlamlir as xm
+
+F32 = xm.F32
+
+
+def _params(name: str, *shapes: tuple[int, ...]) -> tuple[xm.XlaBuilder, list[Any]]:
+    b = xm.XlaBuilder(name)
+    return b, [b.parameter(i, xm.Shape.array(F32, dims)) for i, dims in enumerate(shapes)]
+
+
+def _normal(seed: int, *shapes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal(s, dtype=np.float32) for s in shapes)
+
+
+def _f64(fn: Any) -> Any:
+    return lambda *a: fn(*(x.astype(np.float64) for x in a))
+
+
+def _sum_tolerance(terms: int) -> dict[str, float]:
+    """Sums of `terms` products of unit normals: absolute error ~ sqrt(terms) * eps(f32)."""
+    return {"rtol": 1e-4, "atol": 1e-3 * np.sqrt(terms / 64)}
+
+
+def layer_norm(rows: int = 4096, cols: int = 1024, eps: float = 1e-5) -> Measurement:
+    def build() -> xm.XlaComputation:
+        b, (x, g, beta) = _params("layer_norm", (rows, cols), (cols,), (cols,))
+        zero = b.constant(np.float32(0))
+
+        def row_mean(v: Any) -> Any:
+            total = b.reduce(v, zero, lambda a, e: a + e, [1])
+            return b.broadcast_in_dim(total * (1.0 / cols), (rows, cols), [0])
+
+        xc = x - row_mean(x)
+        scale = b.rsqrt(row_mean(xc * xc) + eps)
+        return b.build(xc * scale * b.broadcast_in_dim(g, (rows, cols), [1])
+                       + b.broadcast_in_dim(beta, (rows, cols), [1]))
+
+    def reference(x: Any, g: Any, beta: Any, np: Any = np) -> Any:
+        mean = x.mean(axis=-1, keepdims=True)
+        xc = x - mean
+        var = (xc * xc).mean(axis=-1, keepdims=True)
+        return xc / np.sqrt(var + np.float32(eps)) * g + beta
+
+    return measure(Case(build, lambda: _normal(0, (rows, cols), (cols,), (cols,)), reference,
+                        jax and (lambda *a: reference(*a, np=jnp)), work=2 * 4 * rows * cols,
+                        unit="GB/s", repeats=9, reference=_f64(reference), rtol=1e-4, atol=1e-4))
+
+
+def attention(heads: int = 8, seq: int = 512, dim: int = 64) -> Measurement:
+    """softmax(Q K^T / sqrt(d)) V per head."""
+    scale = 1.0 / np.sqrt(dim)
+
+    def build() -> xm.XlaComputation:
+        shape = (heads, seq, dim)
+        b, (q, k, v) = _params("attention", shape, shape, shape)
+        s = b.dot_general(q, k, xm.DotDimensionNumbers((2,), (2,), (0,), (0,))) * float(scale)
+        full = (heads, seq, seq)
+        m = b.reduce(s, b.constant(np.float32(-np.inf)), lambda a, e: a.builder.max(a, e), [2])
+        e = b.exp(s - b.broadcast_in_dim(m, full, [0, 1]))
+        total = b.reduce(e, b.constant(np.float32(0)), lambda a, x: a + x, [2])
+        p = e / b.broadcast_in_dim(total, full, [0, 1])
+        return b.build(b.dot_general(p, v, xm.DotDimensionNumbers((2,), (1,), (0,), (0,))))
+
+    def reference(q: Any, k: Any, v: Any, np: Any = np) -> Any:
+        s = (q @ k.transpose(0, 2, 1)) * q.dtype.type(scale)
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        return (e / e.sum(axis=-1, keepdims=True)) @ v
+
+    def jax_fn(q: Any, k: Any, v: Any) -> Any:
+        s = (q @ k.transpose(0, 2, 1)) * np.float32(scale)
+        return jax.nn.softmax(s, axis=-1) @ v
+
+    shape = (heads, seq, dim)
+    return measure(Case(build, lambda: _normal(1, shape, shape, shape), reference, jax and jax_fn,
+                        work=4 * heads * seq * seq * dim, unit="GFLOP/s", repeats=9,
+                        reference=_f64(reference), **_sum_tolerance(seq)))
+
+
+def batched_matmul(batch: int = 32, n: int = 256) -> Measurement:
+    def build() -> xm.XlaComputation:
+        b, (x, y) = _params("batched_matmul", (batch, n, n), (batch, n, n))
+        return b.build(b.dot_general(x, y, xm.DotDimensionNumbers((2,), (1,), (0,), (0,))))
+
+    return measure(Case(build, lambda: _normal(2, (batch, n, n), (batch, n, n)), np.matmul,
+                        jnp and jnp.matmul, work=2 * batch * n ** 3, unit="GFLOP/s", repeats=9,
+                        reference=_f64(np.matmul), **_sum_tolerance(n)))
+
+
+def numpy_conv_nhwc(x: np.ndarray, k: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    """im2col + one matmul: x[N,H,W,C], k[KH,KW,C,O]."""
+    kh, kw, c, o = k.shape
+    if pad:
+        x = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    windows = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))[:, ::stride, ::stride]
+    n, oh, ow = windows.shape[:3]
+    cols = windows.transpose(0, 1, 2, 4, 5, 3).reshape(n * oh * ow, kh * kw * c)
+    return (cols @ k.reshape(kh * kw * c, o)).reshape(n, oh, ow, o)
+
+
+def _conv(name: str, x_shape: tuple[int, ...], k_shape: tuple[int, ...], stride: int, pad: int,
+          layouts: tuple[str, str, str], numpy_fn: Any, groups: int = 1, repeats: int = 7) -> Measurement:
+    def build() -> xm.XlaComputation:
+        b, (x, k) = _params(name, x_shape, k_shape)
+        return b.build(b.conv_general_dilated(x, k, (stride, stride), [(pad, pad)] * 2,
+                                              dimension_numbers=layouts, feature_group_count=groups))
+
+    def jax_fn(x: Any, k: Any) -> Any:
+        return jax.lax.conv_general_dilated(x, k, (stride, stride), [(pad, pad)] * 2,
+                                            dimension_numbers=layouts, feature_group_count=groups)
+
+    computation = build()
+    outputs = int(np.prod(computation.program_shape()[1].dimensions))
+    per_output = int(np.prod(k_shape)) // (k_shape[layouts[1].index("O")])
+    return measure(Case(lambda: computation, lambda: _normal(3, x_shape, k_shape), numpy_fn,
+                        jax and jax_fn, work=2 * outputs * per_output, unit="GFLOP/s",
+                        repeats=repeats, reference=_f64(numpy_fn), **_sum_tolerance(per_output)))
+
+
+def strided_conv_nchw() -> Measurement:
+    """3x3 stride 2, padding 1, XLA's default layouts (NCHW input, OIHW kernel)."""
+    def numpy_fn(x: Any, k: Any) -> Any:
+        out = numpy_conv_nhwc(x.transpose(0, 2, 3, 1), k.transpose(2, 3, 1, 0), 2, 1)
+        return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+    return _conv("conv_s2", (8, 64, 56, 56), (128, 64, 3, 3), 2, 1, ("NCHW", "OIHW", "NCHW"), numpy_fn)
+
+
+def pointwise_conv() -> Measurement:
+    def numpy_fn(x: Any, k: Any) -> Any:
+        return (x.reshape(-1, x.shape[-1]) @ k.reshape(k.shape[2], -1)).reshape(*x.shape[:3], -1)
+
+    return _conv("conv_1x1", (8, 28, 28, 256), (1, 1, 256, 256), 1, 0, ("NHWC", "HWIO", "NHWC"),
+                 numpy_fn)
+
+
+def depthwise_conv(c: int = 128) -> Measurement:
+    def numpy_fn(x: Any, k: Any) -> Any:
+        xp = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+        h, w = x.shape[1:3]
+        out = np.zeros_like(x)
+        for i in range(3):
+            for j in range(3):
+                out += xp[:, i:i + h, j:j + w, :] * k[i, j, 0]
+        return out
+
+    return _conv("conv_depthwise", (8, 56, 56, c), (3, 3, 1, c), 1, 1, ("NHWC", "HWIO", "NHWC"),
+                 numpy_fn, groups=c)
+
+
+def max_pool(shape: tuple[int, int, int, int] = (8, 112, 112, 64)) -> Measurement:
+    n, h, w, c = shape
+
+    def build() -> xm.XlaComputation:
+        b, (x,) = _params("max_pool", shape)
+        return b.build(b.reduce_window(x, b.constant(np.float32(-np.inf)),
+                                       lambda a, v: a.builder.max(a, v), [1, 2, 2, 1], [1, 2, 2, 1]))
+
+    def numpy_fn(x: Any) -> Any:
+        return x.reshape(n, h // 2, 2, w // 2, 2, c).max(axis=(2, 4))
+
+    def jax_fn(x: Any) -> Any:
+        return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+    return measure(Case(build, lambda: _normal(4, shape), numpy_fn, jax and jax_fn,
+                        work=4 * n * h * w * c * 5 // 4, unit="GB/s", repeats=9,
+                        check=np.testing.assert_array_equal))
+
+
+def rnn(steps: int = 100, n: int = 256) -> Measurement:
+    """h <- tanh(W h + U x_t) for `steps` inputs x_t: a while loop whose state carries the
+    weights and inputs (sub-computations are closed), one dynamic_slice per step."""
+    def build() -> xm.XlaComputation:
+        b, (w, u, xs, h0) = _params("rnn", (n, n), (n, n), (steps, n), (n,))
+
+        def cond(t: Any) -> Any:
+            bb = t.builder
+            return bb.lt(bb.get_tuple_element(t, 0), bb.constant(np.int32(steps)))
+
+        def body(t: Any) -> Any:
+            bb = t.builder
+            i, w, u, xs, h = (bb.get_tuple_element(t, j) for j in range(5))
+            x_t = bb.reshape(bb.dynamic_slice(xs, [i, bb.constant(np.int32(0))], [1, n]), (n,))
+            h = bb.tanh(bb.dot(w, h) + bb.dot(u, x_t))
+            return bb.tuple([i + np.int32(1), w, u, xs, h])
+
+        loop = b.while_(cond, body, b.tuple([b.constant(np.int32(0)), w, u, xs, h0]))
+        return b.build(b.get_tuple_element(loop, 4))
+
+    def numpy_fn(w: Any, u: Any, xs: Any, h: Any) -> Any:
+        for x_t in xs:
+            h = np.tanh(w @ h + u @ x_t)
+        return h
+
+    def jax_fn(w: Any, u: Any, xs: Any, h: Any) -> Any:
+        return jax.lax.scan(lambda h, x_t: (jnp.tanh(w @ h + u @ x_t), None), h, xs)[0]
+
+    def args() -> tuple[Any, ...]:
+        w, u, xs, h = _normal(5, (n, n), (n, n), (steps, n), (n,))
+        return w / np.float32(np.sqrt(n)), u / np.float32(np.sqrt(n)), xs, h  # stays out of saturation
+
+    return measure(Case(build, args, numpy_fn, jax and jax_fn, work=4 * steps * n * n,
+                        unit="GFLOP/s", repeats=21, reference=_f64(numpy_fn), rtol=1e-4, atol=1e-4))
+
+
+def workloads() -> list[Workload]:
+    """The issue-#17 rows of this module, for bench/suite.py."""
+    return [
+        Workload("layer norm f32[4096,1024]", layer_norm, None),
+        Workload("attention [8,512,64] softmax(QK^T)V", attention, None),
+        Workload("batched matmul f32[32,256,256]", batched_matmul, None),
+        Workload("conv 3x3/2 NCHW [8,64,56,56]x[128,64,3,3]", strided_conv_nchw, None),
+        Workload("conv 1x1 NHWC [8,28,28,256]x[1,1,256,256]", pointwise_conv, None),
+        Workload("depthwise conv 3x3 NHWC [8,56,56,128]", depthwise_conv, None),
+        Workload("max-pool 2x2/2 f32[8,112,112,64]", max_pool, None),
+        Workload("RNN tanh(Wh+Ux) 100 steps [256]", rnn, None),
+    ]

@@ -1,0 +1,71 @@
+"""Sort, top_k and cumulative-sum timings against numpy (medians of repeated calls).
+
+Run: .venv/bin/python -m xlamlir.bench.sort  (or python bench/sort.py). The
+machine may be shared: medians of ~20 calls, compared with numpy in the same run.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import xlamlir as xm
+
+
+def median_ms(fn: Callable[[], object], calls: int = 20) -> float:
+    fn()
+    times = []
+    for _ in range(calls):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e3
+
+
+def compiled(build: Callable[..., object], *arrays: np.ndarray) -> Callable[..., object]:
+    b = xm.XlaBuilder("bench")
+    params = [b.parameter(i, xm.Shape.array(xm.type_of(a.dtype), a.shape)) for i, a in enumerate(arrays)]
+    return xm.compile(b.build(build(b, *params)))
+
+
+def cases() -> list[tuple[str, Callable[..., object], Callable[..., object], np.ndarray]]:
+    rng = np.random.default_rng(0)
+    v = rng.standard_normal(1 << 20).astype(np.float32)
+    m = rng.standard_normal((1024, 1024)).astype(np.float32)
+    i = rng.integers(-1000, 1000, (1024, 1024)).astype(np.int32)
+    topk_np = lambda a: np.argpartition(-a, 8, axis=-1)[:, :8]  # noqa: E731  (unordered: a lower bound)
+    return [
+        ("sort f32[1M]", lambda b, p: b.sort(p), np.sort, v),
+        ("sort f32[1024,1024] last axis", lambda b, p: b.sort(p), np.sort, m),
+        ("sort s32[1024,1024] last axis", lambda b, p: b.sort(p), np.sort, i),
+        ("sort f32[1024,1024] axis 0", lambda b, p: b.sort(p, dimension=0),
+         lambda a: np.sort(a, axis=0), m),
+        ("argsort f32[1M] stable",
+         lambda b, p: b.sort([p, b.iota(xm.Shape.array(xm.S32, p.shape.dimensions), 0)], is_stable=True),
+         lambda a: np.argsort(a, kind="stable"), v),
+        ("top_k 8 f32[1024,1024]", lambda b, p: b.top_k(p, 8), topk_np, m),
+        ("cumsum f32[1024,1024] axis 1", lambda b, p: b.reduce_window(
+            p, b.constant(np.float32(0)), lambda x, y: x + y, (1, 1024), (1, 1), padding=[(0, 0), (1023, 0)]),
+         lambda a: np.cumsum(a, axis=1), m),
+        ("cumsum s32[1024,1024] axis 0", lambda b, p: b.reduce_window(
+            p, b.constant(np.int32(0)), lambda x, y: x + y, (1024, 1), (1, 1), padding=[(1023, 0), (0, 0)]),
+         lambda a: np.cumsum(a, axis=0, dtype=np.int32), i),
+    ]
+
+
+def main(only: str = "") -> None:
+    print(f"{'case':36} {'xlamlir ms':>11} {'numpy ms':>9} {'ratio':>6}")
+    for name, build, ref, x in cases():
+        if only not in name:
+            continue
+        f = compiled(build, x)
+        ours, theirs = median_ms(lambda: f(x)), median_ms(lambda: ref(x))
+        print(f"{name:36} {ours:11.2f} {theirs:9.2f} {ours / theirs:6.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "")

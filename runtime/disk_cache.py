@@ -1,0 +1,449 @@
+"""The persistent compile cache: a process compiling a program that any process compiled
+before, with the same pipeline for the same CPU, loads the machine code from disk.
+
+Where: `$XLAMLIR_CACHE_DIR`, by default `$XDG_CACHE_HOME/xlamlir` (`~/.cache/xlamlir`);
+"", "0" or "off" turn it off. At most `$XLAMLIR_CACHE_MAX_MB` megabytes (default 512):
+after each write the least recently used entries go (a hit refreshes an entry's mtime).
+
+An entry is one file `<key>.xlc`: a header (magic, format, SHA-256 of the rest), then the
+metadata as JSON (the key again, the program shape, the custom-call records, the first
+compile's statistics), the shared library of the JIT's machine code
+(runtime/cached_library.py) and the stage texts, zlib-compressed. It is written under a
+temporary name, fsynced and renamed into place, so a reader sees a whole entry or none;
+one that does not check out (truncated, garbled, another key) is deleted and the program
+compiled and written again.
+
+The key hashes everything the machine code depends on: the module text, the pipeline
+(textual passes by their text, the library's own Python passes by module:qualname), the
+target CPU and this machine's CPU (model and feature flags: the JIT's wrappers are compiled
+for it), the library (version and a hash of its source files, taken at import), the
+MLIR/LLVM wheels, num_replicas, dynamic_strides, the entry name and the JIT's -O level.
+Not cached: pipelines with other Python passes (a lambda or closure has no stable name),
+compiles asking for per-pass dumps, pass timings or stage locations, and machines other
+than Linux x86-64 or without a linker. Imports `dialect`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import struct
+import sys
+import tempfile
+import time
+import types
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..dialect.errors import ArgumentError, CompileError
+from ..dialect.shape import Shape
+from .cached_library import LoadedLibrary, link_library, linker, open_library
+
+ENV_DIR = "XLAMLIR_CACHE_DIR"
+ENV_MAX_MB = "XLAMLIR_CACHE_MAX_MB"
+DEFAULT_MAX_MB = 512
+#: Bumped whenever the entry layout or what an entry means changes.
+FORMAT = 1
+SUFFIX = ".xlc"
+_OFF = frozenset({"", "0", "off", "false", "no", "none"})
+# Compiles asking for what only a real compile produces.
+_RECOMPILE_ENV = ("XLAMLIR_DUMP_PASSES", "XLAMLIR_PASS_TIMING", "XLAMLIR_STAGE_LOCATIONS")
+_MAGIC = b"xlamlir-cache\0\0\0"
+_HEADER = struct.Struct("<16sII32s")  # magic, format, metadata length, SHA-256 of the rest
+_STALE_S = 3600  # a temporary file this old was left by a process that died
+_PACKAGE = __name__.split(".")[0]
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def source_digest(root: str | os.PathLike[str]) -> str:
+    """SHA-256 over the Python files of the package at `root` (its own files and those of
+    its sub-packages, by relative path): any edit of the library changes every key."""
+    digest = hashlib.sha256()
+    root = Path(root)
+    for directory, subdirs, files in os.walk(root):
+        here = Path(directory)
+        subdirs[:] = sorted(d for d in subdirs if (here / d / "__init__.py").is_file())
+        for name in sorted(f for f in files if f.endswith(".py")):
+            digest.update(str((here / name).relative_to(root)).encode() + b"\0")
+            digest.update((here / name).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _source_identity() -> str | None:
+    try:
+        return source_digest(_ROOT)
+    except OSError:
+        return None
+
+
+# Taken at import: the sources of the code this process runs, not of a later edit.
+_SOURCES = _source_identity()
+_identities: dict[str, str | None] = {}
+
+
+def _toolchain_identity() -> str:
+    """The MLIR/LLVM wheels: their distributions' names (with versions) and the size and
+    mtime of the extension holding the JIT."""
+    from mlir import _mlir_libs
+    from mlir._mlir_libs import _mlirExecutionEngine
+
+    # Not through mlir.__path__: a namespace package's path is recomputed (milliseconds).
+    libs = os.path.dirname(os.path.abspath(_mlir_libs.__file__))
+    site = os.path.dirname(os.path.dirname(libs))
+    parts = sorted(n for n in os.listdir(site) if n.endswith(".dist-info")
+                   and n.lower().startswith(("xtc_mlir", "xtc_llvm", "mlir", "llvm")))
+    for path in (os.path.join(libs, "libMLIRPythonCAPI.so"), _mlirExecutionEngine.__file__):
+        if os.path.exists(path):
+            st = os.stat(path)
+            parts.append(f"{os.path.basename(path)}:{st.st_size}:{st.st_mtime_ns}")
+    return "|".join(parts)
+
+
+def _host_identity() -> str | None:
+    """This machine's CPU (model and feature flags of the first processor), None if unknown."""
+    wanted = ("vendor_id", "cpu family", "model", "model name", "stepping", "flags")
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break
+                name, _, value = line.partition(":")
+                if name.strip() in wanted:
+                    fields[name.strip()] = value.strip()
+    except OSError:
+        return None
+    if "flags" not in fields:
+        return None
+    return platform.machine() + "\n" + "\n".join(f"{k}={fields[k]}" for k in sorted(fields))
+
+
+def _identity(name: str) -> str | None:
+    """"host" or "toolchain", found once per process; None if unknown."""
+    if name not in _identities:
+        try:
+            _identities[name] = _host_identity() if name == "host" else _toolchain_identity()
+        except (OSError, ImportError, AttributeError):
+            _identities[name] = None
+    return _identities[name]
+
+
+def cache_dir() -> str | None:
+    """The cache directory $XLAMLIR_CACHE_DIR asks for; None when the cache is off."""
+    raw = os.environ.get(ENV_DIR)
+    if raw is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return os.path.abspath(os.path.join(base, "xlamlir"))
+    if raw.strip().lower() in _OFF:
+        return None
+    return os.path.abspath(os.path.expanduser(raw.strip()))
+
+
+def max_bytes() -> int:
+    """The size bound $XLAMLIR_CACHE_MAX_MB sets, in bytes (ArgumentError if it is no
+    positive number)."""
+    raw = os.environ.get(ENV_MAX_MB, "").strip()
+    if not raw:
+        return DEFAULT_MAX_MB << 20
+    try:
+        megabytes = float(raw)
+    except ValueError:
+        megabytes = float("nan")
+    if not 0 < megabytes < float("inf"):
+        raise ArgumentError(f"{ENV_MAX_MB} must be a positive number of megabytes, got {raw!r}")
+    return int(megabytes * (1 << 20))
+
+
+def _python_pass_name(spec: Any) -> str | None:
+    """module:qualname of a module-level function of this library (its code is in the key
+    through the source hash); None for any other callable."""
+    if not isinstance(spec, types.FunctionType):
+        return None
+    module = spec.__module__ or ""
+    if module != _PACKAGE and not module.startswith(_PACKAGE + "."):
+        return None
+    found: Any = sys.modules.get(module)
+    for part in spec.__qualname__.split("."):
+        found = getattr(found, part, None)
+    return f"{module}:{spec.__qualname__}" if found is spec else None
+
+
+def pipeline_text(pipeline: Any) -> tuple[str | None, str]:
+    """The pipeline as text for the key, or (None, why it cannot be keyed)."""
+    stages = []
+    for stage, specs in pipeline.fingerprint():
+        names = []
+        for item in specs:
+            spec = getattr(item, "spec", item)  # a Python pass comes wrapped for identity
+            if isinstance(spec, str):
+                names.append(spec)
+                continue
+            name = _python_pass_name(spec)
+            if name is None:
+                described = getattr(spec, "__qualname__", None) or repr(spec)
+                return None, (f"the pipeline's Python pass {described!r} is not one of the "
+                              f"library's own module-level functions (no stable name)")
+            names.append(f"python:{name}")
+        stages.append([stage, names])
+    return json.dumps(stages), ""
+
+
+@dataclass
+class Loaded:
+    """What an entry gives back: the library and all the Executable needs besides."""
+
+    library: LoadedLibrary
+    parameter_shapes: list[Shape]
+    result_shape: Shape
+    records: list[dict[str, str]]
+    stages: dict[str, str]
+    compiled_s: float
+
+
+class _Corrupt(Exception):
+    pass
+
+
+@dataclass
+class Entry:
+    """The disk cache's part in one compile: where its entry is, and what happened."""
+
+    directory: str | None
+    key: str | None
+    status: str = "off"  # "hit", "miss" or "off"
+    reason: str = ""
+    notes: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+    seconds: float = 0.0
+
+    @property
+    def path(self) -> str:
+        assert self.directory is not None and self.key is not None
+        return os.path.join(self.directory, self.key + SUFFIX)
+
+    def stats(self) -> dict[str, Any]:
+        """The disk cache's fields of compile_stats."""
+        out: dict[str, Any] = {"disk_cache": self.status}
+        if self.status == "off":
+            out["disk_cache_reason"] = self.reason
+        elif self.status == "hit":
+            out["disk_cache_load_s"] = self.seconds
+        else:
+            out["disk_cache_store_s"] = self.seconds
+        if self.notes:
+            out["disk_cache_notes"] = list(self.notes)
+        return out
+
+    def reject(self, why: str) -> None:
+        """The loaded entry proved unusable: drop it, so that this compile writes it anew."""
+        self.notes.append(f"cached entry not used: {why}")
+        self.status = "miss"
+        _remove(self.path)
+
+    def load(self, prepare: Any) -> Loaded | None:
+        """The entry's program, None on a miss (no entry, or a bad one, then deleted)."""
+        if self.key is None:
+            return None
+        self.status = "miss"
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            self.notes.append(f"cannot read the entry: {e}")
+            return None
+        try:
+            meta, image, stages = _decode(data, self.key)
+            parameters = [Shape.parse(s) for s in meta["parameters"]]
+            result = Shape.parse(meta["result"])
+            records = [{str(k): str(v) for k, v in r.items()} for r in meta["records"]]
+            compiled_s = float(meta["stats"].get("total_s", 0.0))
+        except Exception as e:  # noqa: BLE001 - whatever is wrong in the file, it is a miss
+            self.reject(f"corrupt ({type(e).__name__}: {e})")
+            return None
+        try:
+            library = open_library(image, [self.directory, None], prepare,
+                                   keep_image=bool(os.environ.get("XLAMLIR_KEEP_OBJECT")))
+        except OSError as e:
+            self.reject(f"cannot load its library ({e})")
+            return None
+        _touch(self.path)
+        self.status = "hit"
+        return Loaded(library, parameters, result, records, stages, compiled_s)
+
+    def loaded(self) -> None:
+        """The program from the entry is ready: the time it took."""
+        self.seconds = time.perf_counter() - self.started
+
+    def store(self, engine: Any, records: list[dict[str, str]], executable: Any) -> None:
+        """Write the entry of a program just compiled (the engine kept its object file).
+        Never raises: a failure is a note in compile_stats."""
+        if self.key is None:
+            return
+        started = time.perf_counter()
+        try:
+            self._store(engine, records, executable)
+        except (OSError, CompileError, ValueError) as e:
+            self.notes.append(f"not stored: {e}")
+        self.seconds = time.perf_counter() - started
+
+    def _store(self, engine: Any, records: list[dict[str, str]], executable: Any) -> None:
+        assert self.directory is not None and self.key is not None
+        shapes = [*executable.parameter_shapes, executable.result_shape]
+        if any(Shape.parse(str(s)) != s for s in shapes):
+            raise ValueError("a shape does not survive its text form")
+        with tempfile.TemporaryDirectory(prefix="xlamlir-cache-") as work:
+            obj = os.path.join(work, "jit.o")
+            engine.dump_to_object_file(obj)
+            if not os.path.exists(obj) or os.path.getsize(obj) == 0:
+                raise CompileError("the JIT kept no object file", "disk_cache")
+            image = link_library(obj, [r["symbol"] for r in records], work)
+        stats = executable.compile_stats
+        meta = {"key": self.key, "name": executable.name,
+                "parameters": [str(s) for s in executable.parameter_shapes],
+                "result": str(executable.result_shape), "records": records,
+                "library_size": len(image),
+                "stats": {k: stats[k] for k in ("parse_verify_s", "jit_s", "total_s") if k in stats}}
+        data = _encode(meta, image, zlib.compress(json.dumps(executable.stages).encode(), 1))
+        limit = max_bytes()
+        if len(data) > limit:
+            raise ValueError(f"the entry ({len(data)} bytes) is larger than {ENV_MAX_MB}")
+        _write_atomically(self.directory, self.path, data)
+        evict(self.directory, limit, keep=self.path)
+
+
+def plan(text: str, pipeline: Any, cpu: str, **settings: Any) -> Entry:
+    """The entry of a compile of `text` through `pipeline` for `cpu` with `settings`
+    (num_replicas, dynamic_strides, name, the JIT's opt level...), or an Entry that is
+    off, saying why."""
+    directory = cache_dir()
+    reason = ""
+    if directory is None:
+        reason = f"turned off by {ENV_DIR}"
+    elif sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
+        reason = f"only on Linux x86-64 (this is {sys.platform} {platform.machine()})"
+    elif any(os.environ.get(name) for name in _RECOMPILE_ENV):
+        reason = f"{', '.join(n for n in _RECOMPILE_ENV if os.environ.get(n))} asks for a compile"
+    elif _SOURCES is None:
+        reason = "the library's source files could not be read"
+    elif _identity("host") is None:
+        reason = "this machine's CPU is unknown (no /proc/cpuinfo flags)"
+    elif _identity("toolchain") is None:
+        reason = "the MLIR/LLVM wheels could not be identified"
+    elif linker() is None:
+        reason = "no linker (ld.lld or ld) on PATH"
+    if reason:
+        return Entry(None, None, reason=reason)
+    pipeline_key, reason = pipeline_text(pipeline)
+    if pipeline_key is None:
+        return Entry(None, None, reason=reason)
+    max_bytes()  # a bad bound is an error before any work
+    version = getattr(sys.modules.get(_PACKAGE), "__version__", "")
+    head = json.dumps([FORMAT, version, _SOURCES, _identity("toolchain"), _identity("host"), cpu,
+                       sorted(settings.items()), pipeline_key])
+    key = hashlib.sha256(head.encode() + b"\0" + text.encode()).hexdigest()
+    return Entry(directory, key)
+
+
+def _encode(meta: dict[str, Any], image: bytes, stages: bytes) -> bytes:
+    body = json.dumps(meta).encode()
+    rest = body + image + stages
+    return _HEADER.pack(_MAGIC, FORMAT, len(body), hashlib.sha256(rest).digest()) + rest
+
+
+def _decode(data: bytes, key: str) -> tuple[dict[str, Any], bytes, dict[str, str]]:
+    if len(data) < _HEADER.size:
+        raise _Corrupt(f"truncated ({len(data)} bytes)")
+    magic, version, length, digest = _HEADER.unpack_from(data)
+    if magic != _MAGIC or version != FORMAT:
+        raise _Corrupt("not an entry of this format")
+    rest = memoryview(data)[_HEADER.size:]
+    if hashlib.sha256(rest).digest() != digest:
+        raise _Corrupt("checksum mismatch")
+    meta = json.loads(bytes(rest[:length]))
+    if meta.get("key") != key:
+        raise _Corrupt("written for another key")
+    end = length + int(meta["library_size"])
+    image = bytes(rest[length:end])
+    stages = json.loads(zlib.decompress(rest[end:]))
+    if not isinstance(stages, dict) or not all(isinstance(v, str) for v in stages.values()):
+        raise _Corrupt("stages are not texts")
+    return meta, image, stages
+
+
+def _write_atomically(directory: str, path: str, data: bytes) -> None:
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    fd, staging = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(staging, path)
+    except BaseException:
+        _remove(staging)
+        raise
+    _touch(path)
+
+
+def _touch(path: str) -> None:
+    """Mark an entry as just used. Explicit nanoseconds: file times come from a coarse clock
+    (a few ms), too coarse to order entries written or hit in quick succession."""
+    now = time.time_ns()
+    try:
+        os.utime(path, ns=(now, now))
+    except OSError:
+        pass
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def evict(directory: str, limit: int, keep: str | None = None) -> None:
+    """Delete the least recently used entries of `directory` until they take at most
+    `limit` bytes (never `keep`, the entry just written), and stale temporary files."""
+    entries: list[tuple[int, str, int]] = []
+    total = 0
+    now = time.time()
+    try:
+        scan = list(os.scandir(directory))
+    except OSError:
+        return
+    for item in scan:
+        try:
+            st = item.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if item.name.endswith(SUFFIX) and not item.name.startswith("."):
+            entries.append((st.st_mtime_ns, item.path, st.st_size))
+            total += st.st_size
+        elif item.name.startswith((".tmp-", ".load-")) and now - st.st_mtime > _STALE_S:
+            _remove(item.path)
+    for _, path, size in sorted(entries):
+        if total <= limit:
+            break
+        if path != keep:
+            _remove(path)
+            total -= size
+
+
+def clear(directory: str | None = None) -> int:
+    """Delete every entry of the cache directory (default: $XLAMLIR_CACHE_DIR's); how many."""
+    directory = directory or cache_dir()
+    if directory is None or not os.path.isdir(directory):
+        return 0
+    removed = 0
+    for item in os.scandir(directory):
+        if item.name.endswith(SUFFIX):
+            _remove(item.path)
+            removed += 1
+    return removed
