@@ -51,8 +51,6 @@ LAZY: dict[tuple[str, str], str] = {
         "bisect compiles every candidate, and executables offer exe.bisect",
     ("xlamlir.stablehlo_import", "*"): "the importer needs jaxlib (the optional `jax` extra) "
                                        "only when used, and compiles through the root API",
-    ("xlamlir.builder", "*"): "builder/ is being redesigned on its own branch: its internal "
-                              "lazy imports (builder <-> computation, xla_op) are that redesign's",
 }
 
 
