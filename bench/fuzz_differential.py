@@ -55,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", type=int, default=10, help="most generated ops per case")
     parser.add_argument("--case-timeout", type=float, default=120.0,
                         help="a case running longer is reported with its seed and ends the run")
+    parser.add_argument("--log", default=None,
+                        help="append each seed to this file before running it (a crash of the "
+                             "process then names its seed; faulthandler prints the stack)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print every case's ops (and the module of a failing one)")
     args = parser.parse_args(argv)
@@ -64,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     kinds: collections.Counter[str] = collections.Counter()
     first: dict[str, tuple[int, str]] = {}
     seeds: collections.defaultdict[str, list[int]] = collections.defaultdict(list)
+    faulthandler.enable()
+    log = open(args.log, "a", buffering=1) if args.log else None  # noqa: SIM115 - whole run
     start = time.perf_counter()
     seed = args.seed
     while True:
@@ -73,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             break
         counts["cases"] += 1
         case = None
+        if log:
+            log.write(f"{seed}\n")
         watchdog = _watchdog(seed, args.case_timeout, counts)
         try:
             case = make_case(RandomSource(seed), args.ops)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..dialect.hlo_text import hlo_text
 from ..dialect.shape import Shape
 from ..dialect.verify import ENTRY
 from . import graphviz
@@ -65,6 +66,14 @@ class XlaComputation:
         if locations:
             return self._located_text or self._text
         return self._text
+
+    def as_hlo_text(self) -> str:
+        """The computation in XLA's HLO text format (`%add.3 = f32[4]{0} add(...)`), as XLA
+        users read it (dialect/hlo_text.py); parameters keep the names given to them."""
+        names = None
+        if self._builder is not None:
+            names = [p.parameter_name for p in check_parameters(self._builder)]
+        return hlo_text(self.as_mlir_text(), self.name, names)
 
     def __str__(self) -> str:
         return self.as_mlir_text()

@@ -1,7 +1,7 @@
 """Conversion between Python attribute values and builtin MLIR attributes.
 
 One pair of functions per `AttrKind` of the registry, plus the reading of an
-op's operand groups. Imports `dialect.registry`, `dialect.shapes`,
+op's operand groups. Imports `dialect.registry`, `dialect.shape`,
 `dialect.irdl`.
 """
 

@@ -19,7 +19,7 @@ knows it (`check_replica_groups`).
 - `collective_broadcast(operand) {replica_groups}`: the first replica of each group
   sends; replicas outside every group get zeros.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`, `dialect.ops_reduce`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`, `dialect.ops_reduce`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A sub-computation reaches a shape rule as its program shape
 `(parameter_shapes, result_shape)`. Imports `dialect.registry`,
-`dialect.shapes`, `dialect.errors`.
+`dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations

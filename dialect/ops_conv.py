@@ -29,7 +29,7 @@ convolution for what the seeds leave open):
   pred convolutions are or-of-ands, integer ones wrap, complex ones do not
   conjugate. `precision_config` is recorded, with no numeric effect on CPU.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations

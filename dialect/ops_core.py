@@ -1,6 +1,6 @@
 """Constants, tuples and broadcast_in_dim: the ops every computation needs.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The result shape is the one the builder was given (XLA's rule): it is kept as
 the attribute `result_shape` in XLA's text form, layout included. Imports
-`dialect.registry`, `dialect.shapes`, `dialect.errors`.
+`dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Semantics (seeds 001/004 DotGeneral, SEMANTICS.md D8 and 5.F):
 - `precision_config` is recorded ("DEFAULT", "HIGH" or "HIGHEST" per
   operand); it has no numeric effect on CPU.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Shape rules at the dialect level see operands that already have equal shapes;
 XLA's implicit broadcasting is builder sugar (`builder.broadcasting`). Each op
 accepts the element kinds XLA accepts and rejects the rest with a ShapeError.
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ Semantics pinned here (seeds 001/004 Gather and Scatter, SEMANTICS.md 5.I):
 - collapsed (gather) / inserted (scatter) and batching dimensions have a
   slice / window size of 1.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations

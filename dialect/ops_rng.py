@@ -17,7 +17,7 @@
 Element types (SEMANTICS D18, seed 001): UNIFORM takes f16, bf16, f32, f64,
 s32, u32, s64 or u64 (what XLA's CPU backend supports); NORMAL a float type.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ differ), `dimension` in [0, rank), and a comparator taking 2N scalars, where
 parameters 2k and 2k+1 are operand k's element type, returning pred[]. The op
 has one result per operand.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Everything else is derived from it: the IRDL text that defines the dialect in
 an MLIR context (`dialect.irdl`), the builder methods, the verifier for parsed
 text and the lowering lookup. Imports only `dialect.errors` and
-`dialect.shapes`.
+`dialect.shape`.
 """
 
 from __future__ import annotations

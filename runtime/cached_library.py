@@ -27,6 +27,7 @@ import importlib
 import itertools
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -97,6 +98,22 @@ def _run(command: list[str], cwd: str, what: str) -> None:
                            "disk_cache", detail)
 
 
+def _compile_memref_copy(work: str) -> bool:
+    """MLIR's `memrefCopy` (strided copies) compiled into the library, as export does: from
+    MLIR's runner utils it would load libMLIR (~100 ms) into every process loading the
+    library. False (the symbol then resolves at load time) without a C compiler."""
+    from .export import _MEMREF_COPY
+
+    source = "#include <stdint.h>\n#include <string.h>\n" + _MEMREF_COPY
+    Path(work, "memref_copy.c").write_text(source)
+    compiler = shlex.split(os.environ.get("CC", "")) or ["cc"]
+    if shutil.which(compiler[0]) is None:
+        return False
+    _run([*compiler, "-c", "-O2", "-fPIC", "-fvisibility=hidden", "memref_copy.c", "-o",
+          "memref_copy.o"], work, "cc")
+    return True
+
+
 def link_library(object_path: str, runtime_symbols: Sequence[str], work: str) -> bytes:
     """The shared library of the JIT's object file at `object_path`, with a stub per name
     in `runtime_symbols` (the custom-call symbols bound at JIT time). `work` is a
@@ -105,6 +122,8 @@ def link_library(object_path: str, runtime_symbols: Sequence[str], work: str) ->
     if ld is None:
         raise CompileError("disk cache: no linker (ld.lld or ld) on PATH", "disk_cache")
     inputs = [object_path]
+    if b"\0memrefCopy\0" in Path(object_path).read_bytes() and _compile_memref_copy(work):
+        inputs.append("memref_copy.o")
     if runtime_symbols:
         bad = [s for s in runtime_symbols if not _RUNTIME_SYMBOL.match(s)]
         if bad:

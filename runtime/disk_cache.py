@@ -288,8 +288,8 @@ class Entry:
         started = time.perf_counter()
         try:
             self._store(engine, records, executable)
-        except (OSError, CompileError, ValueError) as e:
-            self.notes.append(f"not stored: {e}")
+        except Exception as e:  # noqa: BLE001 - the compile succeeded: never fail it here
+            self.notes.append(f"not stored: {type(e).__name__}: {e}")
         self.seconds = time.perf_counter() - started
 
     def _store(self, engine: Any, records: list[dict[str, str]], executable: Any) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..dialect.errors import ArgumentError, CompileError, XlaError
+from ..dialect.hlo_text import hlo_text
 from ..dialect.shape import Shape
 from ..lowering.ops.rng import rng_state, set_rng_seed, set_rng_state
 from .arguments import LeafSpec, coerce, strides_fit
@@ -96,6 +97,10 @@ class Executable:
 
     def program_shape(self) -> tuple[list[Shape], Shape]:
         return list(self.parameter_shapes), self.result_shape
+
+    def as_hlo_text(self) -> str:
+        """The program (its `hlo` stage) in XLA's HLO text format."""
+        return hlo_text(next(iter(self.stages.values())), self.name)
 
     # N replicas on N threads (runtime/replicas/).
     execute_replicated = execute_replicated

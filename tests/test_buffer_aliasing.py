@@ -186,3 +186,76 @@ def test_dynamic_update_slice_beside_its_operand_returned_twice() -> None:
     np.testing.assert_array_equal(r, [5, 7, 8, 5, 5, 5])
     np.testing.assert_array_equal(c1, np.full(6, 5, np.float32))
     np.testing.assert_array_equal(c2, np.full(6, 5, np.float32))
+
+
+# ---- no hidden copies (issue #17): results computed in their output buffers ----------------
+
+
+def _allocs_and_copies(exe: xm.Executable) -> tuple[int, int]:
+    text = exe.stages["bufferized"]
+    return text.count("memref.alloc"), text.count("memref.copy") + text.count("linalg.copy")
+
+
+def test_value_returned_beside_its_sum_is_computed_once_in_place() -> None:
+    b = xm.XlaBuilder("value_and_sum")
+    x = b.parameter(0, xm.Shape.array(F32, (1000,)))
+    z = b.mul(x, b.constant(np.float32(2)))
+    b.tuple([z, b.reduce(z, b.constant(np.float32(0)), lambda a, c: a + c, (0,)), z])
+    exe = xm.compile(b.build())
+    # z in its output, the sum in its own, z's second output one copy.
+    assert _allocs_and_copies(exe) == (0, 1)
+    xv = np.linspace(-3, 3, 1000, dtype=np.float32)
+    z1, s, z2 = exe(xv)
+    np.testing.assert_array_equal(z1, xv * 2)
+    np.testing.assert_array_equal(z2, xv * 2)
+    np.testing.assert_allclose(s, np.sum(xv * 2, dtype=np.float64), atol=1e-3)
+
+
+def test_parameter_returned_beside_an_op_of_it() -> None:
+    b = xm.XlaBuilder("param_and_op")
+    x = b.parameter(0, xm.Shape.array(F32, (64,)))
+    b.tuple([x, b.mul(x, x)])
+    exe = xm.compile(b.build())
+    assert _allocs_and_copies(exe) == (0, 1)  # the parameter into its output
+    xv = np.arange(64, dtype=np.float32)
+    r1, r2 = exe(xv)
+    np.testing.assert_array_equal(r1, xv)
+    np.testing.assert_array_equal(r2, xv * xv)
+
+
+def test_while_state_from_a_parameter_lives_in_the_output() -> None:
+    shape = xm.Shape.array(F32, (16,))
+    cb = xm.XlaBuilder("cond")
+    s = cb.parameter(0, shape)
+    cb.lt(cb.reduce(s, cb.constant(np.float32(0)), lambda a, c: a + c, (0,)), cb.constant(np.float32(1000)))
+    bb = xm.XlaBuilder("body")
+    s = bb.parameter(0, shape)
+    bb.add(bb.mul(s, bb.constant(np.float32(2))), bb.constant(np.float32(1)))
+    b = xm.XlaBuilder("while_state")
+    x = b.parameter(0, shape)
+    b.while_(cb.build(), bb.build(), x)
+    exe = xm.compile(b.build())
+    # x copied into the output once, then updated there (the condition's scalar sum has
+    # a buffer of its own).
+    text = exe.stages["bufferized"]
+    assert "memref.alloc() {alignment = 64 : i64} : memref<16xf32>" not in text
+    assert _allocs_and_copies(exe)[1] == 1
+    xv = np.ones(16, np.float32)
+    expected = xv.copy()
+    while expected.sum() < 1000:
+        expected = expected * 2 + 1
+    np.testing.assert_array_equal(exe(xv), expected)
+    np.testing.assert_array_equal(xv, np.ones(16, np.float32))  # the input is untouched
+
+
+def test_scatter_into_a_parameter_is_one_copy() -> None:
+    b = xm.XlaBuilder("scatter_param")
+    op = b.parameter(0, xm.Shape.array(S32, (16,)))
+    idx = b.parameter(1, xm.Shape.array(S32, (8,)))
+    b.scatter(op, idx, b.parameter(2, xm.Shape.array(S32, (8,))), lambda u, w: u + w, DN)
+    exe = xm.compile(b.build())
+    assert _allocs_and_copies(exe) == (0, 1)
+    base = np.arange(16, dtype=np.int32)
+    iv = np.array([0, 0, 5, 15, 16, -1, 3, 3], np.int32)
+    np.testing.assert_array_equal(exe(base, iv, np.ones(8, np.int32)), base + _histogram(iv, 16))
+    np.testing.assert_array_equal(base, np.arange(16, dtype=np.int32))

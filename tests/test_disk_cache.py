@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -19,14 +20,19 @@ import pytest
 
 import xlamlir as xm
 from xlamlir.runtime import disk_cache
+from xlamlir.runtime.cached_library import linker
 from xlamlir.runtime.compiler import clear_cache
 
 S = xm.Shape.array
 ROOT = Path(__file__).resolve().parents[1]
+# Without a linker the cache is off (tested below); everything else needs one.
+needs_linker = pytest.mark.skipif(linker() is None, reason="no linker (ld.lld or ld) on PATH")
 
 
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    if linker() is None:
+        pytest.skip("no linker (ld.lld or ld) on PATH")
     directory = tmp_path / "cache"
     monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(directory))
     for name in ("XLAMLIR_CACHE_MAX_MB", "XLAMLIR_DUMP_PASSES", "XLAMLIR_PASS_TIMING",
@@ -83,21 +89,36 @@ def test_a_second_compile_loads_the_entry(cache: Path) -> None:
     assert not list(cache.glob(".load-*")) and not list(cache.glob(".tmp-*"))
 
 
+def layouts_program() -> xm.XlaComputation:
+    """A parameter with a column-major layout returned in a tuple: the copy into the
+    result calls MLIR's runtime function memrefCopy."""
+    b = xm.XlaBuilder("layouts")
+    x = b.parameter(0, S(xm.F32, (3, 5), (0, 1)))
+    y = b.parameter(1, S(xm.F32, (5,)))
+    b.tuple([x, b.add(y, y)])
+    return b.build()
+
+
 CHILD = """
 import json, sys
 import numpy as np
 sys.path.insert(0, {tests!r})
-from test_disk_cache import X, program
+from test_disk_cache import X, program, layouts_program
 import xlamlir as xm
 from xlamlir.runtime import disk_cache
-exe = xm.compile(program({scale}))
+exe = xm.compile({build})
+result = exe(X) if exe.name == "scaled_tanh" else exe(np.ones((3, 5), np.float32, order="F"),
+                                                       np.ones(5, np.float32))[0]
+with open("/proc/self/maps") as maps:
+    runner_utils = "libmlir_c_runner_utils" in maps.read()
 print(json.dumps({{"stats": {{k: v for k, v in exe.compile_stats.items() if k.startswith("disk")}},
-                  "result": exe(X).tolist(), "sources": disk_cache._SOURCES}}))
+                  "result": result.tolist(), "sources": disk_cache._SOURCES,
+                  "runner_utils": runner_utils}}))
 """
 
 
-def run_child(scale: float = 0.5) -> subprocess.Popen:
-    source = CHILD.format(tests=str(ROOT / "tests"), scale=scale)
+def run_child(scale: float = 0.5, build: str = "") -> subprocess.Popen:
+    source = CHILD.format(tests=str(ROOT / "tests"), build=build or f"program({scale})")
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(source)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -114,14 +135,18 @@ def same_sources(*outputs: dict) -> bool:
     return len({out["sources"] for out in outputs}) == 1
 
 
-def test_a_second_process_loads_the_entry(cache: Path) -> None:
+def two_processes(build: str = "") -> tuple[dict, dict]:
+    """The outputs of two processes compiling one after the other."""
     for _ in range(3):
-        first = child_output(run_child())
-        second = child_output(run_child())
+        first = child_output(run_child(build=build))
+        second = child_output(run_child(build=build))
         if same_sources(first, second):
-            break
-    else:
-        pytest.skip("the library's source files kept changing during the test")
+            return first, second
+    pytest.skip("the library's source files kept changing during the test")
+
+
+def test_a_second_process_loads_the_entry(cache: Path) -> None:
+    first, second = two_processes()
     assert second["stats"]["disk_cache"] == "hit", second["stats"]
     assert second["stats"]["disk_cache_load_s"] > 0
     assert second["result"] == first["result"]
@@ -212,6 +237,7 @@ def test_turned_off_by_the_environment(value: str, tmp_path: Path,
     assert not list(tmp_path.iterdir())
 
 
+@needs_linker
 def test_the_default_directory_is_under_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
@@ -227,6 +253,27 @@ def test_debugging_compiles_bypass_the_cache(cache: Path, monkeypatch: pytest.Mo
     exe = fresh(program())
     assert exe.compile_stats["disk_cache"] == "off"
     assert "XLAMLIR_PASS_TIMING" in exe.compile_stats["disk_cache_reason"]
+
+
+def test_without_a_linker_the_cache_is_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    exe = fresh(program())
+    assert exe.compile_stats["disk_cache"] == "off"
+    assert "linker" in exe.compile_stats["disk_cache_reason"]
+
+
+@needs_linker
+def test_an_unwritable_directory_only_costs_the_entry(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(blocker / "cache"))
+    exe = fresh(program())
+    assert exe.compile_stats["disk_cache"] == "miss"
+    assert "not stored" in " ".join(exe.compile_stats["disk_cache_notes"])
+    np.testing.assert_allclose(exe(X), expected(), rtol=1e-6, atol=1e-5)
+    clear_cache()
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "-5", "nan", "inf"])
@@ -368,12 +415,8 @@ def test_collectives_run_from_a_loaded_entry(cache: Path) -> None:
 
 
 def test_layouts_tuples_and_strided_inputs_survive(cache: Path) -> None:
-    b = xm.XlaBuilder("layouts")
-    x = b.parameter(0, S(xm.F32, (3, 5), (0, 1)))
-    y = b.parameter(1, S(xm.F32, (5,)))
-    b.tuple([x, b.add(y, y)])
-    fresh(b.build())
-    exe = fresh(b.build())
+    fresh(layouts_program())
+    exe = fresh(layouts_program())
     assert exe.compile_stats["disk_cache"] == "hit"
     assert exe.result_shape == xm.Shape.tuple([S(xm.F32, (3, 5), (0, 1)), S(xm.F32, (5,))])
     xv = np.asfortranarray(np.arange(15, dtype=np.float32).reshape(3, 5))
@@ -381,6 +424,16 @@ def test_layouts_tuples_and_strided_inputs_survive(cache: Path) -> None:
     got_x, got_y = exe(xv, yv)
     np.testing.assert_array_equal(got_x, xv)
     np.testing.assert_array_equal(got_y, 2 * yv)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_a_library_calling_memref_copy_does_not_load_libmlir(cache: Path) -> None:
+    """memrefCopy is compiled into the library: from MLIR's runner utils it would load
+    libMLIR (~100 ms) into the process loading the entry."""
+    first, second = two_processes("layouts_program()")
+    assert second["stats"]["disk_cache"] == "hit", second["stats"]
+    assert second["result"] == first["result"] == np.ones((3, 5)).tolist()
+    assert not second["runner_utils"]
 
 
 def test_write_object_of_a_loaded_entry(cache: Path, tmp_path: Path,

@@ -191,14 +191,26 @@ def test_target_cpu_is_portable_by_default_and_stated(tmp_path: Path, target: st
 
 @needs_cc
 def test_header_states_the_libraries_linked(tmp_path: Path) -> None:
-    """docs/export.md's example: the sum's temporary is malloc'ed, so it needs libc (and
-    only libc); the header says so, and so does the library's dynamic section."""
+    """docs/export.md's example: z and its sum are computed in the caller's buffers, so
+    the library needs no library at all; a product both summed and scaled is a malloc'ed
+    temporary, so that one needs libc (and only libc). The header says so, and so does
+    the library's dynamic section."""
     b = xm.XlaBuilder("axpy")
     alpha = b.parameter(0, xm.Shape.array(F32, ()))
     x = b.parameter(1, xm.Shape.array(F32, (8,)))
     z = alpha * x + x
     comp = b.build([z, b.reduce(z, b.constant(0.0), lambda acc, v: acc + v, [0])])
-    library = _check_against_jit(comp, _axpy_inputs()[:2], tmp_path)
+    (tmp_path / "none").mkdir()
+    library = _check_against_jit(comp, _axpy_inputs()[:2], tmp_path / "none")
+    assert "links against no shared library at all" in library.with_suffix(".h").read_text()
+
+    b = xm.XlaBuilder("temp")
+    m = b.parameter(0, xm.Shape.array(F32, (8, 8)))
+    p = b.dot(m, m)
+    comp = b.build([b.reduce(p, b.constant(0.0), lambda acc, v: acc + v, [0, 1]), p * 2.0])
+    inputs = [np.arange(64, dtype=np.float32).reshape(8, 8) / 64]
+    (tmp_path / "libc").mkdir()
+    library = _check_against_jit(comp, inputs, tmp_path / "libc")
     assert "links against libc.so.6 only" in library.with_suffix(".h").read_text()
     if shutil.which("ldd"):
         ldd = subprocess.run(["ldd", str(library)], capture_output=True, text=True).stdout

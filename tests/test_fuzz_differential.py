@@ -15,6 +15,10 @@ replays with `python bench/fuzz_differential.py --seed SEED --cases 1 -v`.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 from builder_fuzzer import RandomSource
@@ -262,3 +266,41 @@ def test_one_rounding_results_compare_in_ulps() -> None:
     assert compare_leaf(one_ulp, want, Value(op, 2.0, False, ulps=4.0)) is None
     assert compare_leaf(np.array([1.0, 0.0, np.inf], np.float32), want,
                         Value(op, 2.0, False, ulps=4.0)) is not None
+
+
+# Found by bench/fuzz_differential.py (seed 400865 of commit 5258bb0's generator, minimized):
+# a conditional whose taken branch returns its operand, a constant, feeds a while loop that
+# dynamic_update_slices the carried array in place; only the loop counter is returned, beside
+# another value. The process dies with SIGSEGV in the compiled code, intermittently (with
+# index 0, the rev branch, or without the conditional, it runs). Run in a subprocess: a
+# segfault cannot be caught in-process.
+_CONSTANT_THROUGH_CONDITIONAL_INTO_LOOP = textwrap.dedent("""
+    import numpy as np, xlamlir as xm
+    b = xm.XlaBuilder("seg")
+    index = b.parameter(0, xm.Shape.array(xm.S32, ()))
+    other = b.constant(np.zeros((2, 2), np.float32)) + b.constant(np.float32(1))
+    c = b.constant(np.arange(9, dtype=np.uint32).reshape(3, 3, 1))
+    x = b.conditional(index, [lambda p: p.builder.rev(p, [0, 1, 2]), lambda p: p], [c, c])
+    def cond(s):
+        sb = s.builder
+        return sb.lt(sb.get_tuple_element(s, 0), sb.constant(np.int32(3)))
+    def body(s):
+        sb = s.builder
+        i, v = sb.get_tuple_element(s, 0), sb.get_tuple_element(s, 1)
+        v = sb.dynamic_update_slice(v, sb.broadcast(sb.constant(np.uint32(0)), [1, 1, 1]), [i, i, i])
+        return sb.tuple([sb.add(i, sb.constant(np.int32(1))), v])
+    w = b.while_(cond, body, b.tuple([b.constant(np.int32(0)), x]))
+    b.tuple([other, b.get_tuple_element(w, 0)])
+    comp = b.build()
+    for _ in range(10):  # the crash is intermittent
+        got = xm.compile(comp)(np.int32(-1))
+        assert got[1] == 3 and (got[0] == 1).all(), got
+""")
+
+
+@pytest.mark.xfail(strict=True, reason="bug: SIGSEGV running a while loop that updates in place "
+                   "a constant passed through a conditional's identity branch")
+def test_while_updating_a_constant_passed_through_a_conditional() -> None:
+    run = subprocess.run([sys.executable, "-c", _CONSTANT_THROUGH_CONDITIONAL_INTO_LOOP],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"exit {run.returncode}: {run.stderr[-500:]}"

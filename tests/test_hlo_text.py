@@ -432,3 +432,17 @@ def test_splat_constants_of_every_kind() -> None:
     assert "u64[2]{0} constant({18446744073709551615, 18446744073709551615})" in text
     assert "c64[2]{0} constant({(1, 1), (1, 1)})" in text
     assert "s8[2]{0} constant({-3, -3})" in text
+
+
+def test_computation_and_executable_print_hlo_text() -> None:
+    b = xm.XlaBuilder("axpy")
+    alpha = b.parameter(0, xm.Shape.array(xm.F32, ()), "alpha")
+    x = b.parameter(1, xm.Shape.array(xm.F32, (4,)))
+    b.add(b.mul(alpha, x), x)
+    comp = b.build()
+    text = comp.as_hlo_text()
+    assert text.startswith("HloModule axpy, entry_computation_layout={(f32[], f32[4]{0})->f32[4]{0}}")
+    assert "%alpha.1 = f32[] parameter(0)" in text  # the parameter's own name
+    assert "ROOT %add." in text and "multiply(f32[4]{0} %broadcast." in text
+    exe_text = xm.compile(comp).as_hlo_text()
+    assert exe_text.replace("alpha.1", "parameter.1") == text.replace("alpha.1", "parameter.1")

@@ -744,6 +744,15 @@ def test_reduce_window_prefix_scan_other_inits_and_variadic() -> None:
     assert np.signbit(pos).tolist() == [False, False, False, False]
 
 
+def test_reduce_window_prefix_scan_init_parameter() -> None:
+    # With the init a parameter, f(init, init) == init is decided at run time: 0 scans,
+    # 5 takes the window loops (5 added once per padding cell as well).
+    x = np.arange(1, 41, dtype=np.int32).reshape(2, 20)
+    exe = compiled(lambda b, p, i: cumulative(b, p, i, add, 1), shape(xm.S32, (2, 20)), shape(xm.S32))
+    np.testing.assert_array_equal(exe(x, np.int32(0)), np.cumsum(x, axis=1))
+    np.testing.assert_array_equal(exe(x, np.int32(5)), np.cumsum(x, axis=1) + 5 * np.arange(20, 0, -1))
+
+
 def test_reduce_window_prefix_scan_ir() -> None:
     # The scan: one forall iteration per leading index, sequential along the axis, an
     # inner loop over the trailing elements. The check f(init, init) == init folds away

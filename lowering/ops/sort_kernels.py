@@ -10,11 +10,15 @@ sorts of which only a prefix is read (top_k), and rows split across the cores.
 - `radix_rows`: such an order maps each key to an unsigned integer whose
   order is the comparator's (sign flips for floats and signed integers, all
   NaNs one largest key, complemented for descending), then an LSD radix sort
-  with 8-bit digits moves the keys and every operand. LSD passes are stable,
-  so ties keep their index order as a stable merge sort's would: the results
-  are the general path's, bit for bit. One counting loop builds the
-  histograms of all digits, then one scatter pass per digit; passes write
-  into two sets of buffers in turn and the last one into the results.
+  (8-bit digits; 11-bit on rows of 2**16 or more) moves the keys and every
+  operand; a single operand moves its keys alone, the last pass writing the
+  values they decode to (NaNs, which share one key, are copied back in order
+  by a last loop). LSD passes are stable, so ties keep their index order as a
+  stable merge sort's would: the results are the general path's, bit for
+  bit. One counting loop builds the histograms of all digits, then one
+  scatter pass per digit; passes write into two sets of buffers in turn and
+  the last one into the results. No vector width or other target parameter:
+  the loops are scalar, LLVM vectorizes what it can for the target.
 - `select_rows`: when every use of the sort reads only positions [0, K) along
   the sorted dimension (top_k is sort + slice) and K is small, each row keeps
   a sorted buffer of its K first elements, filled in index order: an element
@@ -43,10 +47,11 @@ from ..patterns.computations import apply_computation, current_library
 from ..scalar.storage import from_storage
 from .indexing import element_type, index_const
 
-DIGIT_BITS = 8
-BUCKETS = 1 << DIGIT_BITS
 # Above this many kept positions the O(n K) worst case of the selection loses to sorting.
 MAX_SELECTED = 32
+# Rows up to this long are merge-sorted (lowering.sort): measured faster than the radix
+# sort, whose scans of 256-entry histograms cost the same on every row.
+SHORT_ROW = 16
 
 
 @dataclass(frozen=True)
@@ -172,7 +177,7 @@ def prefix_read(op: ir.Operation, axis: int) -> int | None:
 
 _DYNAMIC = -(2 ** 63)
 
-RowBody = Callable[[list[ir.Value]], list[ir.Value]]
+RowBody = Callable[[list[ir.Value], list[ir.Value]], list[ir.Value]]
 
 
 def _row_slice_args(ivs: Sequence[ir.Value], rank: int, axis: int, length: int
@@ -199,19 +204,21 @@ def row_slice(x: ir.Value, ivs: Sequence[ir.Value], axis: int) -> ir.Value:
 def for_each_row(dims: Sequence[int], axis: int, types: Sequence[ir.Type], length: int,
                  body: RowBody) -> list[ir.Value]:
     """Tensors of `dims` (element types `types`) whose rows along `axis` hold, in positions
-    [0, length), the 1-D tensors `body(indices of the other dimensions)` returns; the
-    other positions are undefined. One scf.forall iteration per row."""
+    [0, length), the 1-D tensors `body(indices of the other dimensions, destinations)`
+    returns, computed into `destinations` (those positions of the results, for writes
+    in place); the other positions are undefined. One scf.forall iteration per row."""
     outer = [d for i, d in enumerate(dims) if i != axis]
     rank = len(dims)
     rows = math.prod(outer)
     empties = [tensor.EmptyOp(list(dims), t).result for t in types]
     if rank == 1 and length == dims[0]:
-        return body([])
-    if rows == 1:
-        ivs = [index_const(0)] * len(outer)
+        return body([], empties)
+
+    def row_of(x: ir.Value, ivs: list[ir.Value]) -> ir.Value:
         dyn, static, sizes, strides = _row_slice_args(ivs, rank, axis, length)
-        return [tensor.insert_slice(r, e, dyn, [], [], static, sizes, strides)
-                for r, e in zip(body(ivs), empties)]
+        row_type = ir.RankedTensorType.get([length], ir.RankedTensorType(x.type).element_type)
+        return tensor.extract_slice(row_type, x, dyn, [], [], static, sizes, strides)
+
     loop = scf.ForallOp([0], [rows], [1], empties)
     with ir.InsertionPoint(loop.body):
         flat = loop.induction_variables[0]
@@ -220,7 +227,7 @@ def for_each_row(dims: Sequence[int], axis: int, types: Sequence[ir.Type], lengt
         for d in outer:  # row-major delinearisation
             stride //= d
             ivs.append(arith.remui(arith.divui(flat, index_const(stride)), index_const(d)))
-        results = body(ivs)
+        results = body(ivs, [row_of(shared, ivs) for shared in loop.inner_iter_args])
         dyn, static, sizes, strides = _row_slice_args(ivs, rank, axis, length)
         with ir.InsertionPoint(loop.terminator().block):
             for r, shared in zip(results, loop.inner_iter_args):
@@ -228,8 +235,9 @@ def for_each_row(dims: Sequence[int], axis: int, types: Sequence[ir.Type], lengt
     return list(loop.results)
 
 
-def scf_for(lo: ir.Value | int, hi: ir.Value | int, carried: Sequence[ir.Value],
-         body: Callable[[ir.Value, list[ir.Value]], list[ir.Value]]) -> list[ir.Value]:
+def for_range(lo: ir.Value | int, hi: ir.Value | int, carried: Sequence[ir.Value],
+              body: Callable[[ir.Value, list[ir.Value]], list[ir.Value]]) -> list[ir.Value]:
+    """scf.for i in [lo, hi) carrying `carried`; `body(i, carried)` gives the next values."""
     lo = index_const(lo) if isinstance(lo, int) else lo
     hi = index_const(hi) if isinstance(hi, int) else hi
     loop = scf.ForOp(lo, hi, index_const(1), list(carried))
@@ -238,8 +246,9 @@ def scf_for(lo: ir.Value | int, hi: ir.Value | int, carried: Sequence[ir.Value],
     return list(loop.results)
 
 
-def scf_if(condition: ir.Value, then: Callable[[], list[ir.Value]],
-        otherwise: Callable[[], list[ir.Value]], types: Sequence[ir.Type]) -> list[ir.Value]:
+def if_values(condition: ir.Value, then: Callable[[], list[ir.Value]],
+              otherwise: Callable[[], list[ir.Value]], types: Sequence[ir.Type]) -> list[ir.Value]:
+    """scf.if yielding then() or otherwise(), each built inside its region."""
     op = scf.IfOp(condition, list(types), has_else=True)
     with ir.InsertionPoint(op.then_block):
         scf.YieldOp(then())
@@ -272,12 +281,7 @@ def sort_key(x: ir.Value, t: PrimitiveType, order: KeyOrder) -> ir.Value:
         negative = arith.shrsi(bits, arith.constant(it, width - 1))
         key = arith.xori(bits, arith.ori(negative, sign))
         if order.kind == "float_nan_last":
-            magnitude = arith.andi(bits, arith.constant(it, (1 << (width - 1)) - 1))
-            exponent = {PrimitiveType.F16: 5, PrimitiveType.BF16: 8, PrimitiveType.F32: 8,
-                        PrimitiveType.F64: 11}[t]
-            inf = arith.constant(it, ((1 << exponent) - 1) << (width - 1 - exponent))
-            is_nan = arith.cmpi(arith.CmpIPredicate.ugt, magnitude, inf)
-            key = arith.select(is_nan, arith.constant(it, -1), key)
+            key = arith.select(_is_nan(x, t), arith.constant(it, -1), key)
     elif order.kind == "signed":
         key = arith.xori(bits, sign)
     else:
@@ -287,37 +291,88 @@ def sort_key(x: ir.Value, t: PrimitiveType, order: KeyOrder) -> ir.Value:
     return key
 
 
-def _bucket_starts(hist: ir.Value, p: int) -> ir.Value:
-    """Where each bucket of digit `p` starts: the exclusive prefix sum of its histogram."""
+def _bucket_starts(hist: ir.Value, offset: int, buckets: int) -> ir.Value:
+    """Where each bucket of a digit starts: the exclusive prefix sum of its histogram
+    (`buckets` counts from `offset` in `hist`)."""
     i32 = ir.IntegerType.get_signless(32)
 
     def step(b: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
         total, table = carried
         table = tensor.insert(total, table, [b])
-        count = tensor.extract(hist, [arith.addi(b, index_const(p * BUCKETS))])
+        count = tensor.extract(hist, [arith.addi(b, index_const(offset))])
         return [arith.addi(total, count), table]
 
-    start = tensor.EmptyOp([BUCKETS], i32).result
-    return scf_for(0, BUCKETS, [arith.constant(i32, 0), start], step)[1]
+    start = tensor.EmptyOp([buckets], i32).result
+    return for_range(0, buckets, [arith.constant(i32, 0), start], step)[1]
 
 
 def _scatter(data: Sequence[ir.Value], outs: Sequence[ir.Value], table: ir.Value,
-             digit: Callable[[ir.Value], ir.Value]) -> list[ir.Value]:
+             digit: Callable[[ir.Value], ir.Value],
+             decode: Callable[[ir.Value], ir.Value] | None = None) -> list[ir.Value]:
     """One counting-sort pass: element i of `data` (keys first) goes to the next free slot
-    of its key's bucket in `outs` (the last len(outs) of data: the keys may be left out)."""
+    of its key's bucket in `outs`: the last len(outs) of data (the keys may be left out),
+    or, with `decode`, the one value decode(key)."""
     i32 = ir.IntegerType.get_signless(32)
     sources = list(data)[len(data) - len(outs):]
 
     def move(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
         table, *outs = carried
-        d = digit(tensor.extract(data[0], [i]))
+        key = tensor.extract(data[0], [i])
+        d = digit(key)
         at = tensor.extract(table, [d])
         table = tensor.insert(arith.addi(at, arith.constant(i32, 1)), table, [d])
         pos = arith.index_cast(ir.IndexType.get(), at)
+        if decode is not None:
+            return [table, tensor.insert(decode(key), outs[0], [pos])]
         return [table] + [tensor.insert(tensor.extract(src, [i]), o, [pos])
                           for src, o in zip(sources, outs)]
 
-    return scf_for(0, ir.RankedTensorType(data[0].type).shape[0], [table, *outs], move)[1:]
+    return for_range(0, ir.RankedTensorType(data[0].type).shape[0], [table, *outs], move)[1:]
+
+
+def digit_bits(n: int) -> int:
+    """Bits per radix digit: 8 (256 buckets) for short rows; 11 for long ones, where the
+    fewer passes (3 instead of 4 for 32-bit keys) outweigh 2048-entry histograms."""
+    return 11 if n >= 1 << 16 else 8
+
+
+def _decoder(t: PrimitiveType, storage: ir.Type, order: KeyOrder
+             ) -> Callable[[ir.Value], ir.Value] | None:
+    """The inverse of `sort_key` when keys determine the values (None if not): then one
+    operand sorts by moving its keys alone. For `float_nan_last` every NaN has one key;
+    the caller writes the NaNs itself."""
+    width = _key_bits(t)
+    it = ir.IntegerType.get_signless(width)
+
+    def decode(key: ir.Value) -> ir.Value:
+        if not order.ascending:
+            key = arith.xori(key, arith.constant(it, -1))
+        sign = arith.constant(it, -(1 << (width - 1)))
+        if order.kind in ("float_total", "float_nan_last"):
+            # Keys of positive floats have the sign bit set (clear it); negative ones had
+            # every bit flipped.
+            positive = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(key, sign),
+                                  arith.constant(it, 0))
+            bits = arith.select(positive, arith.xori(key, sign),
+                                arith.xori(key, arith.constant(it, -1)))
+        elif order.kind == "signed":
+            bits = arith.xori(key, sign)
+        else:
+            bits = key
+        return bits if storage == it else arith.bitcast(storage, bits)
+
+    return decode
+
+
+def _is_nan(x: ir.Value, t: PrimitiveType) -> ir.Value:
+    width = _key_bits(t)
+    it = ir.IntegerType.get_signless(width)
+    bits = x if x.type == it else arith.bitcast(it, x)
+    magnitude = arith.andi(bits, arith.constant(it, (1 << (width - 1)) - 1))
+    exponent = {PrimitiveType.F16: 5, PrimitiveType.BF16: 8, PrimitiveType.F32: 8,
+                PrimitiveType.F64: 11}[t]
+    inf = arith.constant(it, ((1 << exponent) - 1) << (width - 1 - exponent))
+    return arith.cmpi(arith.CmpIPredicate.ugt, magnitude, inf)
 
 
 def radix_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dims: Sequence[int],
@@ -328,56 +383,86 @@ def radix_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dims:
     width = _key_bits(key_type)
     kt = ir.IntegerType.get_signless(width)
     i32 = ir.IntegerType.get_signless(32)
-    passes = width // DIGIT_BITS
+    bits = min(digit_bits(n), width)
+    passes = -(-width // bits)
+    buckets = 1 << bits
+    # One operand: its keys alone move; the last pass writes the values they decode to.
+    key_only = len(inputs) == 1
+    nan_last = order.kind == "float_nan_last"
 
     def digit(key: ir.Value, p: int) -> ir.Value:
-        d = arith.andi(arith.shrui(key, arith.constant(kt, p * DIGIT_BITS)),
-                       arith.constant(kt, BUCKETS - 1))
+        d = arith.andi(arith.shrui(key, arith.constant(kt, p * bits)),
+                       arith.constant(kt, buckets - 1))
         return arith.index_castui(ir.IndexType.get(), d)
 
-    def row(ivs: list[ir.Value]) -> list[ir.Value]:
+    def row(ivs: list[ir.Value], dests: list[ir.Value]) -> list[ir.Value]:
         rows = [row_slice(x, ivs, axis) for x in inputs]
-        zeros = arith.constant(ir.RankedTensorType.get([passes * BUCKETS], i32),
-                               ir.DenseElementsAttr.get_splat(
-                                   ir.RankedTensorType.get([passes * BUCKETS], i32),
-                                   ir.IntegerAttr.get(i32, 0)))
+        hist_type = ir.RankedTensorType.get([passes * buckets], i32)
+        zeros = arith.constant(hist_type, ir.DenseElementsAttr.get_splat(
+            hist_type, ir.IntegerAttr.get(i32, 0)))
         keys0 = _fresh(n, kt)
 
-        # One loop: every element's key, and the histograms of all its digits.
+        # One loop: every element's key, the histograms of all its digits, the NaNs.
         def count(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
-            keys, hist = carried
-            key = sort_key(tensor.extract(rows[order.operand], [i]), key_type, order)
+            keys, hist, nans = carried
+            x = tensor.extract(rows[order.operand], [i])
+            key = sort_key(x, key_type, order)
             keys = tensor.insert(key, keys, [i])
             for p in range(passes):
-                at = arith.addi(digit(key, p), index_const(p * BUCKETS))
+                at = arith.addi(digit(key, p), index_const(p * buckets))
                 c = tensor.extract(hist, [at])
                 hist = tensor.insert(arith.addi(c, arith.constant(i32, 1)), hist, [at])
-            return [keys, hist]
+            if key_only and nan_last:
+                nans = arith.addi(nans, arith.select(_is_nan(x, key_type), index_const(1),
+                                                     index_const(0)))
+            return [keys, hist, nans]
 
-        keys, hist = scf_for(0, n, [keys0, zeros], count)
-        data = [keys, *rows]
+        keys, hist, nans = for_range(0, n, [keys0, zeros, index_const(0)], count)
+        data = [keys] if key_only else [keys, *rows]
         # Two sets of buffers written in turn (the rows are only read), so every pass
         # writes in place (fresh buffers per pass would cost page faults). A pass whose
         # digit is the same for every key is not skipped: its scatter is a sequential
         # copy, and skipping would make which set holds the data dynamic (bufferization
         # then copies). `_fresh`: tensor.empty ops would be merged by CSE.
         sets = [[_fresh(n, element_type(x)) for x in data],
-                [keys] + [_fresh(n, element_type(x)) for x in rows]]  # keys: dead after pass 0
+                [keys] + [_fresh(n, element_type(x)) for x in data[1:]]]  # keys: dead after pass 0
         for p in range(passes):
+            table = _bucket_starts(hist, p * buckets, buckets)
             if p < passes - 1:
-                outs = sets[p % 2]
-            else:
-                # The last pass writes the operands only, into tensors output_tensors can
-                # replace with the results' buffers (a single row).
-                outs = [tensor.EmptyOp([n], element_type(x)).result for x in rows]
-            table = _bucket_starts(hist, p)
-            result = _scatter(data, outs, table, lambda key, p=p: digit(key, p))
-            if p == passes - 1:
-                return result
-            data = sets[p % 2] = result
+                data = sets[p % 2] = _scatter(data, sets[p % 2], table, lambda k, p=p: digit(k, p))
+                continue
+            # The last pass writes the operands only, into the results.
+            outs = dests
+            if not key_only:
+                return _scatter(data, outs, table, lambda k, p=p: digit(k, p))
+            decode = _decoder(key_type, element_type(inputs[0]), order)
+            (out,) = _scatter(data, outs, table, lambda k, p=p: digit(k, p), decode)
+            if nan_last:
+                out = _place_nans(rows[0], out, nans, key_type, order.ascending)
+            return [out]
         raise AssertionError("unreachable")
 
     return for_each_row(dims, axis, [element_type(x) for x in inputs], n, row)
+
+
+def _place_nans(row: ir.Value, out: ir.Value, nans: ir.Value, t: PrimitiveType,
+                ascending: bool) -> ir.Value:
+    """`out` with its block of NaN keys (last when ascending, first when descending)
+    holding the row's NaNs, bits and order kept (stable): their keys were all equal."""
+    n = ir.RankedTensorType(row.type).shape[0]
+    start = arith.subi(index_const(n), nans) if ascending else index_const(0)
+
+    def step(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
+        pos, out = carried
+        x = tensor.extract(row, [i])
+        nan = _is_nan(x, t)
+        written = if_values(nan, lambda: [tensor.insert(x, out, [pos])], lambda: [out], [out.type])[0]
+        return [arith.addi(pos, arith.select(nan, index_const(1), index_const(0))), written]
+
+    # No NaN, no trip (a loop, not an scf.if: output_tensors sees through loops).
+    some = arith.cmpi(arith.CmpIPredicate.ne, nans, index_const(0))
+    trips = arith.select(some, index_const(n), index_const(0))
+    return for_range(0, trips, [start, out], step)[1]
 
 
 # -- partial selection --------------------------------------------------------------------------
@@ -390,7 +475,7 @@ def select_rows(inputs: Sequence[ir.Value], dims: Sequence[int], axis: int, comp
     k = min(kept, n)
     i1 = ir.IntegerType.get_signless(1)
 
-    def row(ivs: list[ir.Value]) -> list[ir.Value]:
+    def row(ivs: list[ir.Value], dests: list[ir.Value]) -> list[ir.Value]:
         rows = [row_slice(x, ivs, axis) for x in inputs]
 
         def before(x: Sequence[ir.Value], y: Sequence[ir.Value]) -> ir.Value:
@@ -407,7 +492,7 @@ def select_rows(inputs: Sequence[ir.Value], dims: Sequence[int], axis: int, comp
             filled = arith.minui(i, index_const(k))
             full = arith.cmpi(arith.CmpIPredicate.uge, i, index_const(k))
             last = at(bufs, index_const(k - 1))
-            enters = scf_if(full, lambda: [before(x, last)],
+            enters = if_values(full, lambda: [before(x, last)],
                          lambda: [arith.constant(i1, 1)], [i1])[0]
 
             def insert() -> list[ir.Value]:
@@ -416,7 +501,7 @@ def select_rows(inputs: Sequence[ir.Value], dims: Sequence[int], axis: int, comp
                     stays = arith.select(before(x, at(bufs, j)), index_const(0), index_const(1))
                     return [arith.addi(c[0], stays)]
 
-                pos = scf_for(0, filled, [index_const(0)], count)[0]
+                pos = for_range(0, filled, [index_const(0)], count)[0]
                 # Shift [pos, filled) up by one, from the top (the last one falls off when full).
                 top = arith.minui(filled, index_const(k - 1))
 
@@ -425,12 +510,11 @@ def select_rows(inputs: Sequence[ir.Value], dims: Sequence[int], axis: int, comp
                     src = arith.subi(j, index_const(1))
                     return [tensor.insert(tensor.extract(b, [src]), b, [j]) for b in c]
 
-                shifted = scf_for(index_const(0), arith.subi(top, pos), bufs, shift)
+                shifted = for_range(index_const(0), arith.subi(top, pos), bufs, shift)
                 return [tensor.insert(v, b, [pos]) for v, b in zip(x, shifted)]
 
-            return scf_if(enters, insert, lambda: list(bufs), [b.type for b in bufs])
+            return if_values(enters, insert, lambda: list(bufs), [b.type for b in bufs])
 
-        empties = [tensor.EmptyOp([k], element_type(x)).result for x in inputs]
-        return scf_for(0, n, empties, visit)
+        return for_range(0, n, dests, visit)
 
     return for_each_row(dims, axis, [element_type(x) for x in inputs], k, row)

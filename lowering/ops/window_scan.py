@@ -26,7 +26,7 @@ from mlir import ir
 from mlir.dialects import arith, scf, tensor
 
 from ..patterns.computations import apply_computation
-from .sort_kernels import scf_for, scf_if
+from .sort_kernels import for_range, if_values
 
 
 def scan_axis(dims: Sequence[int], window: Sequence[int], strides: Sequence[int],
@@ -100,8 +100,8 @@ def scan(inputs: Sequence[ir.Value], inits: Sequence[ir.Value], dims: Sequence[i
                 return [tensor.insert(v, o, [row, q]) for v, o in zip(new, outs)]
             return body
 
-        outs = scf_for(0, q_size, outs, step(None))
-        return scf_for(1, n, outs, lambda i, outs: scf_for(0, q_size, outs, step(i)))
+        outs = for_range(0, q_size, outs, step(None))
+        return for_range(1, n, outs, lambda i, outs: for_range(0, q_size, outs, step(i)))
 
     def scanned() -> list[ir.Value]:
         xs = [as_3d(x) for x in inputs]
@@ -133,4 +133,4 @@ def scan(inputs: Sequence[ir.Value], inits: Sequence[ir.Value], dims: Sequence[i
         eq = arith.cmpi(arith.CmpIPredicate.eq, _bits(a), _bits(b))
         same = eq if same is None else arith.andi(same, eq)
     result_types = [ir.RankedTensorType.get(list(dims), t) for t in types]
-    return scf_if(same, scanned, otherwise, result_types)
+    return if_values(same, scanned, otherwise, result_types)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlir import ir
-from mlir.dialects import bufferization
+from mlir.dialects import bufferization, linalg
 
 _INIT_OPS = ("tensor.empty", "linalg.fill")
 _MATERIALIZE = "bufferization.materialize_in_destination"
@@ -46,6 +46,7 @@ def output_tensors(op: Any, pass_: Any) -> None:
     of the function (other `to_tensor`s of that argument are replaced by it), and let
     the result be computed in that buffer where that is safe (`_compute_in_place`)."""
     dests: dict[Any, ir.Value] = {}
+    placed: list[tuple[ir.Value, ir.Value]] = []
     for mat in _ops_named(op, (_MATERIALIZE,)):
         source, out = mat.operands[0], mat.operands[1]
         if not isinstance(out.type, ir.MemRefType) or not isinstance(out.owner, ir.Block):
@@ -57,12 +58,16 @@ def output_tensors(op: Any, pass_: Any) -> None:
         with ir.InsertionPoint(mat), mat.location:
             bufferization.materialize_in_destination(dests[out].type, source, dests[out])
         mat.erase()
-        _compute_in_place(source, dests[out])
+        placed.append((source, dests[out]))
+    # The schedules may have put a result in its output already (lowering/schedules.py).
     for loaded in _ops_named(op, ("bufferization.to_tensor",)):
         memref = loaded.operands[0]
         if memref in dests and loaded.results[0] != dests[memref]:
             loaded.results[0].replace_all_uses_with(dests[memref])
             loaded.erase()
+    outputs = set(dests.values())
+    for source, dest in placed:
+        _compute_in_place(source, dest, outputs)
 
 
 def _single_use(value: ir.Value) -> bool:
@@ -70,52 +75,91 @@ def _single_use(value: ir.Value) -> bool:
     return next(uses, None) is not None and next(uses, None) is None
 
 
-def _tied_init(value: ir.Value) -> ir.Value | None:
-    """The operand whose buffer `value` is computed in (destination-passing style),
-    for the ops results are commonly computed through; None for any other op."""
+def _inputs(op: Any) -> int:
+    """How many inputs a linalg op on tensors has: its inits, one per result, come last."""
+    return len(op.operands) - len(op.results)
+
+
+def _only_read(value: ir.Value) -> bool:
+    """Whether every use of `value` reads it and none can write its buffer: a linalg
+    op's input, an element or size query, the source of a materialization (a value
+    returned beside a reduction of it, or returned twice)."""
+    for use in value.uses:
+        user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        name = user.name
+        if name in (_MATERIALIZE, "tensor.extract", "tensor.dim") and use.operand_number == 0:
+            continue
+        if name.startswith("linalg.") and use.operand_number < _inputs(user):
+            continue
+        return False
+    return True
+
+
+def _tied_init(value: ir.Value) -> tuple[Any, int] | None:
+    """The (op, operand index) whose buffer `value` is computed in (destination-passing
+    style), for the ops results are commonly computed through; None for any other."""
     owner = value.owner
     if isinstance(owner, ir.Block):
         return None
     op = owner.operation
     name, k = op.name, value.result_number
-    if name.startswith("linalg.") and "operandSegmentSizes" in op.attributes:
-        inputs = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])[0]
-        return op.operands[inputs + k]
+    if name.startswith("linalg.") and len(op.results):
+        return op, _inputs(op) + k
     if name in ("tensor.insert_slice", "tensor.insert"):
-        return op.operands[1]
+        return op, 1
     if name == "scf.for":
-        return op.operands[3 + k]
+        return op, 3 + k
     if name == "scf.forall":
         outputs = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])[3]
-        return op.operands[len(op.operands) - outputs + k]
+        return op, len(op.operands) - outputs + k
+    if name == "scf.while" and _forwards_state(op):
+        return op, k
     if name in ("tensor.expand_shape", "tensor.collapse_shape"):
-        return op.operands[0]
+        return op, 0
     return None
 
 
-def _compute_in_place(source: ir.Value, dest: ir.Value) -> None:
-    """Replace the `tensor.empty` a result is computed into with its output tensor.
+def _forwards_state(loop: Any) -> bool:
+    """Whether a scf.while's results are its state, in order (the condition passes its
+    arguments on unchanged), so result k lives where init k does."""
+    before = loop.regions[0].blocks[0]
+    condition = list(before.operations)[-1].operation
+    forwarded = list(condition.operands)[1:]
+    return (len(forwarded) == len(before.arguments) == len(loop.operands)
+            and all(f == a for f, a in zip(forwarded, before.arguments)))
+
+
+def _compute_in_place(source: ir.Value, dest: ir.Value, outputs: set[ir.Value]) -> None:
+    """Let a result be computed in its output tensor: the `tensor.empty` its destination
+    chain starts from becomes the output; a chain that starts from a value (a
+    parameter, a constant: a while loop's or a scatter's initial state) starts from a
+    copy of it in the output instead of a fresh buffer copied out at the end.
 
     What upstream `eliminate-empty-tensors` does, restricted to chains in which every
-    value has this one use: a value used elsewhere too (an init two scatters share, a
-    value returned beside an update of it) must not live in an output buffer that a
-    later write can reach, and one-shot-bufferize cannot always undo that choice
-    ("cannot avoid RaW conflict"). Such results are computed in a buffer of their own
-    and copied out."""
-    value = source
+    value has this one use (the result itself may also be read: `_only_read`): a value
+    used elsewhere too (an init two scatters share, a value returned beside an update
+    of it) must not live in an output buffer that a later write can reach, and
+    one-shot-bufferize cannot always undo that choice ("cannot avoid RaW conflict").
+    Such results are computed in a buffer of their own and copied out."""
+    value, consumer = source, None
     for _ in range(64):
-        if not _single_use(value):
-            return
         owner = value.owner
         if not isinstance(owner, ir.Block) and owner.operation.name == "tensor.empty":
-            if value.type == dest.type and not owner.operation.operands:
+            if _single_use(value) and value.type == dest.type and not owner.operation.operands:
                 value.replace_all_uses_with(dest)
                 owner.operation.erase()
             return
-        init = _tied_init(value)
-        if init is None:
+        tied = _tied_init(value)
+        if tied is None:  # the chain's start: a parameter, a constant, another output...
+            if consumer is not None and value not in outputs and value.type == dest.type:
+                op, index = consumer
+                with ir.InsertionPoint(op), op.location:
+                    op.operands[index] = linalg.copy(value, outs=[dest])
             return
-        value = init
+        if not (_single_use(value) or value == source and _only_read(value)):
+            return
+        consumer = tied
+        value = tied[0].operands[tied[1]]
 
 
 def split_shared_inits(op: Any, pass_: Any) -> None:
