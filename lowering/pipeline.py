@@ -258,7 +258,7 @@ class Pipeline:
 
 # Discardable attributes the lowering sets for its own passes, not part of the program:
 # tensor.empty's `xlamlir.accumulator` keeps CSE from merging two accumulators
-# (lowering/reduce.py); its value is a process-wide counter, so it would also make the
+# (lowering/ops/reduce.py); its value is a process-wide counter, so it would also make the
 # text of one program differ from compile to compile.
 _BOOKKEEPING = re.compile(r"(?: \{xlamlir\.accumulator = -?\d+ : i64\}"
                           r"|xlamlir\.accumulator = -?\d+ : i64, |, xlamlir\.accumulator = -?\d+ : i64)")
