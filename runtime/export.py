@@ -344,7 +344,7 @@ def _descriptor_struct(rank: int) -> str:
 # MLIR's CRunnerUtils `memrefCopy(elemSize, UnrankedMemRefType *src, *dst)`: a strided copy
 # between two memrefs of the same shape, needed when finalize-memref-to-llvm cannot prove
 # both sides contiguous. Written here so the library does not need libmlir_c_runner_utils.
-_MEMREF_COPY = r"""
+MEMREF_COPY = r"""
 typedef struct { int64_t rank; void *descriptor; } unranked_memref;
 typedef struct { char *allocated; char *aligned; int64_t offset; int64_t rest[]; } ranked_memref;
 
@@ -425,7 +425,7 @@ def _wrapper_source(name: str, args: list[_Leaf], results: list[_Leaf], memref_c
         f"extern void _mlir_ciface_main({', '.join(['void *'] * len(leaves)) or 'void'});",
     ]
     if memref_copy:
-        lines.append(_MEMREF_COPY)
+        lines.append(MEMREF_COPY)
     if seeded:
         # The state `lowering.ops.rng` keeps: a 128-bit counter, low word first; seeding sets it
         # to (0, seed) as `set_rng_seed` does for the JIT, so both give the same numbers.
