@@ -43,7 +43,7 @@ class ControlMethods(Recorder):
         if dimensions is None:
             dimensions = range(shapes[0].rank)
         scalars = [Shape.array(s.element_type, ()) if s.is_array() else s for s in shapes]
-        comp = self.trace("map", computation, scalars)
+        comp = self.trace("map", computation, scalars, operands=ops)
         return self.emit("map", [ops], {"dimensions": args.ints("map", dimensions, "dimensions"),
                                          "computation": comp})
 

@@ -56,7 +56,8 @@ class IndexingMethods(Recorder):
         check_scatter_operands([o.shape for o in ops], indices.shape, [u.shape for u in ups])
         dnums = ScatterDimensionNumbers.of(dimension_numbers)
         scalars = [Shape.array(o.shape.element_type, ()) for o in ops]
-        comp = self.trace(name, update_computation, scalars + scalars, role="update_computation")
+        comp = self.trace(name, update_computation, scalars + scalars, role="update_computation",
+                          operands=ops + [indices] + ups)
         op = self.emit(name, [ops, indices, ups], {
             **dnums.as_attrs(),
             "indices_are_sorted": args.flag(name, indices_are_sorted, "indices_are_sorted"),

@@ -64,7 +64,7 @@ class ReduceMethods(Recorder):
         `(acc_0..acc_{N-1}, x_0..x_{N-1}) -> (acc_0..acc_{N-1})` (spec#reduce)."""
         ops, inits, as_tuple = _variadic_args(self, "reduce", operands, init_values)
         dims = args.ints("reduce", dimensions_to_reduce, "dimensions_to_reduce")
-        comp = self.trace("reduce", computation, _reducer_params(ops, inits))
+        comp = self.trace("reduce", computation, _reducer_params(ops, inits), operands=ops + inits)
         op = self.emit("reduce", [ops, inits], {"dimensions": dims, "computation": comp})
         return self.results(op, as_tuple)
 
@@ -85,7 +85,7 @@ class ReduceMethods(Recorder):
         base = args.ints_or_default(name, base_dilations, "base_dilations", rank, 1)
         wdil = args.ints_or_default(name, window_dilations, "window_dilations", rank, 1)
         pads = args.padding(name, padding, "padding", ops[0].shape.dimensions, window, strides, base, wdil)
-        comp = self.trace(name, computation, _reducer_params(ops, inits))
+        comp = self.trace(name, computation, _reducer_params(ops, inits), operands=ops + inits)
         op = self.emit(name, [ops, inits], {
             "window_dimensions": window, "window_strides": strides, "base_dilations": base,
             "window_dilations": wdil, "padding": pads, "computation": comp})

@@ -81,7 +81,7 @@ class SortMethods(Recorder):
         check_sort_operands([o.shape for o in ops], dim)
         params = [Shape.array(o.shape.element_type, ()) for o in ops for _ in (0, 1)]
         comp = self.trace(name, _ascending_by_first if comparator is None else comparator, params,
-                          role="comparator")
+                          role="comparator", operands=ops)
         op = self.emit(name, [ops], {"dimension": dim,
                                      "is_stable": args.flag(name, is_stable, "is_stable"),
                                      "comparator": comp})

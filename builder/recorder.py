@@ -27,8 +27,8 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
-import os
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -44,19 +44,22 @@ from .argcheck import checked
 from .computation import XlaComputation
 from .xla_op import XlaOp
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE = __name__.split(".")[0]
 
 # Methods about the builder itself, never redirected to a builder being traced.
 _OWN_METHODS = frozenset({"parameter", "build"})
 
 
 def user_location() -> tuple[str, int] | None:
-    """File and line of the innermost caller outside this package."""
+    """File and line of the innermost caller outside this package.
+
+    Decided by the frame's module name, not its file's path: the package's directory is
+    the repository's root, and a user's model.py or the examples there are not ours."""
     frame = sys._getframe(1)
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE_DIR) or "/tests/" in filename:
-            return filename, frame.f_lineno
+        module = frame.f_globals.get("__name__", "")
+        if module != _PACKAGE and not module.startswith(_PACKAGE + "."):
+            return frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back
     return None
 
@@ -108,8 +111,10 @@ def _program_shapes(computation: Any) -> Any:
     return computation.program_shape()
 
 
-def _check_arity(op_name: str, role: str, computation: Any, param_shapes: Sequence[Shape]) -> None:
-    """ShapeError when a callable cannot take one argument per parameter (a wrong signature)."""
+def _check_arity(op_name: str, role: str, computation: Any, param_shapes: Sequence[Shape],
+                 shown: Sequence[Shape]) -> None:
+    """ShapeError when a callable cannot take one argument per parameter (a wrong signature);
+    the error names the op's operands `shown`."""
     try:
         signature = inspect.signature(computation)
     except (TypeError, ValueError):
@@ -117,26 +122,57 @@ def _check_arity(op_name: str, role: str, computation: Any, param_shapes: Sequen
     try:
         signature.bind(*param_shapes)
     except TypeError:
-        raise ShapeError(op_name, list(param_shapes), f"the {role} must take {len(param_shapes)} "
+        raise ShapeError(op_name, list(shown), f"the {role} must take {len(param_shapes)} "
                          f"parameters ({', '.join(map(str, param_shapes))}); {signature} cannot "
                          f"be called with {len(param_shapes)} parameter(s)") from None
 
 
 def api_method(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A public XlaBuilder method as users call it: its arguments' kinds checked when it fails
-    (`argcheck.checked`) and, unless it is about the builder itself (`parameter`, `build`),
-    run on the builder being traced while `self` traces a sub-computation."""
-    method = checked(fn.__name__, fn)
-    if fn.__name__ in _OWN_METHODS:
-        return method
+    (`argcheck.checked`), a ShapeError it raises names the user's file and line, and, unless
+    it is about the builder itself (`parameter`, `build`), run on the builder being traced
+    while `self` traces a sub-computation."""
+    checked_method = checked(fn.__name__, fn)
+    own = fn.__name__ in _OWN_METHODS
 
-    @functools.wraps(method)
-    def on_traced_builder(self: Recorder, *positional: Any, **keywords: Any) -> Any:
-        while self.tracing is not None:
+    called = fn.__name__
+
+    @functools.wraps(checked_method)
+    def method(self: Recorder, *positional: Any, **keywords: Any) -> Any:
+        while not own and self.tracing is not None:
             self = self.tracing
-        return method(self, *positional, **keywords)
+        outermost = not getattr(_calls, "depth", 0)
+        _calls.depth = getattr(_calls, "depth", 0) + 1
+        try:
+            return checked_method(self, *positional, **keywords)
+        except ShapeError as e:
+            if outermost:
+                locate(e, called)
+            raise
+        finally:
+            _calls.depth -= 1
 
-    return on_traced_builder
+    return method
+
+
+_calls = threading.local()  # how deep in public builder methods this thread is
+
+
+def locate(error: ShapeError, called: str = "") -> None:
+    """Append the user's file and line to `error`'s message, once, and name the method the
+    user `called` where the op it built has another name (`clz` builds
+    count_leading_zeros, `dot` a dot_general)."""
+    message = str(error.args[0]) if error.args else ""
+    message, at, where = message.partition(" (at ")
+    if called and error.op != called and message.startswith(error.op):
+        message = f"{called}{message[len(error.op):]} [{called} builds {error.op}]"
+    location = user_location()
+    if at:
+        message = f"{message}{at}{where}"
+    elif location is not None:
+        message = f"{message} (at {location[0]}:{location[1]})"
+    if error.args:
+        error.args = (message, *error.args[1:])
 
 
 class Recorder:
@@ -227,23 +263,25 @@ class Recorder:
         return self.tuple(outs) if as_tuple else outs[0]
 
     def trace(self, op_name: str, computation: Any, param_shapes: Sequence[Shape],
-              role: str = "computation") -> XlaComputation:
+              role: str = "computation", operands: Sequence[XlaOp] = ()) -> XlaComputation:
         """The sub-computation taking `param_shapes`: an XlaComputation of that signature, or a
-        callable traced with fresh parameters on a new builder."""
+        callable traced with fresh parameters on a new builder. A wrong signature's error
+        names the op's `operands` (else the parameters)."""
         # Computations see values in the default layout (XLA compares shapes without them).
         param_shapes = [s.with_default_layout() if not s.is_token() else s for s in param_shapes]
+        shown = [o.shape for o in operands] or param_shapes
         if isinstance(computation, XlaComputation):
             given = [s.with_default_layout() if not s.is_token() else s
                      for s in computation.program_shape()[0]]
             if given != list(param_shapes):
-                raise ShapeError(op_name, param_shapes,
+                raise ShapeError(op_name, shown,
                                  f"{role} {computation.name!r} takes ({', '.join(map(str, given))}) "
                                  f"but is called with ({', '.join(map(str, param_shapes))})")
             return computation
         if not callable(computation):
             raise ShapeError(op_name, [], f"{role} must be an XlaComputation or a callable, "
                              f"got {type(computation).__name__}")
-        _check_arity(op_name, role, computation, param_shapes)
+        _check_arity(op_name, role, computation, param_shapes, shown)
         sub = type(self)(f"{self.name}_{op_name}_{role}")
         params = [sub.parameter(i, s) for i, s in enumerate(param_shapes)]
         outer, self.tracing = self.tracing, sub

@@ -55,8 +55,8 @@ _retired_lock = threading.Lock()
 
 
 def linker() -> str | None:
-    """The linker that makes the shared library (LLVM's lld or the system's ld), if any."""
-    return shutil.which("ld.lld") or shutil.which("ld")
+    """The linker that makes the shared library (the system's ld, else LLVM's lld), if any."""
+    return shutil.which("ld") or shutil.which("ld.lld")
 
 
 def _llvm_mc() -> str:
@@ -102,15 +102,18 @@ def _run(command: list[str], cwd: str, what: str) -> None:
 def _compile_memref_copy(work: str) -> bool:
     """MLIR's `memrefCopy` (strided copies) compiled into the library, as export does: from
     MLIR's runner utils it would load libMLIR (~100 ms) into every process loading the
-    library. False (the symbol then resolves at load time) without a C compiler."""
+    library. False (the symbol then resolves at load time) without a working C compiler."""
 
     source = "#include <stdint.h>\n#include <string.h>\n" + MEMREF_COPY
     Path(work, "memref_copy.c").write_text(source)
     compiler = shlex.split(os.environ.get("CC", "")) or ["cc"]
     if shutil.which(compiler[0]) is None:
         return False
-    _run([*compiler, "-c", "-O2", "-fPIC", "-fvisibility=hidden", "memref_copy.c", "-o",
-          "memref_copy.o"], work, "cc")
+    try:
+        _run([*compiler, "-c", "-O2", "-fPIC", "-fvisibility=hidden", "memref_copy.c", "-o",
+              "memref_copy.o"], work, "cc")
+    except CompileError:
+        return False  # a C compiler that does not work is none
     return True
 
 
@@ -120,7 +123,7 @@ def link_library(object_path: str, runtime_symbols: Sequence[str], work: str) ->
     scratch directory. Raises CompileError if a tool is missing or fails."""
     ld = linker()
     if ld is None:
-        raise CompileError("disk cache: no linker (ld.lld or ld) on PATH", "disk_cache")
+        raise CompileError("disk cache: no linker (ld or ld.lld) on PATH", "disk_cache")
     inputs = [object_path]
     if b"\0memrefCopy\0" in Path(object_path).read_bytes() and _compile_memref_copy(work):
         inputs.append("memref_copy.o")

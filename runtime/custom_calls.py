@@ -11,8 +11,11 @@ Imports `dialect`.
 from __future__ import annotations
 
 import ctypes
+import difflib
+import sys
 import threading
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -40,10 +43,31 @@ def register_custom_call(name: str, fn: Any) -> None:
 
 def _lookup(name: str) -> Any:
     with _LOCK:
-        if name not in _TARGETS:
-            raise CustomCallError(f"no custom-call target {name!r} is registered "
-                                  "(xm.register_custom_call)")
-        return _TARGETS[name]
+        target = _TARGETS.get(name)
+    if target is None:
+        raise CustomCallError(f"no custom-call target {name!r} is registered "
+                              f"(xm.register_custom_call){_did_you_mean(name)}")
+    return target
+
+
+def _did_you_mean(name: str, builtins: Iterable[str] = ()) -> str:
+    """"; did you mean 'x'?" for a registered target spelled like `name`, else ""."""
+    with _LOCK:
+        known = [*_TARGETS, *builtins]
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+
+
+def _user_frame() -> tuple[str, int]:
+    """The innermost caller outside this package (where xm.compile was called)."""
+    frame = sys._getframe(1)
+    package = __name__.split(".")[0]
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module != package and not module.startswith(package + "."):
+            return frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back
+    return "<unknown>", 0
 
 
 def _view(descriptor: int, shape: Shape) -> np.ndarray:
@@ -132,6 +156,15 @@ def bind_custom_calls(engine: Any, records: list[dict[str, str]], errors: thread
     trampolines = []
     for record in records:
         trampoline = Trampoline(record, errors, builtins)
+        if trampoline.builtin is None and record["target"] not in _TARGETS:
+            # Targets may be registered after compiling (the call raises if still missing);
+            # a likely misspelling is worth saying now, at the user's xm.compile line.
+            hint = _did_you_mean(record["target"], builtins or ())
+            if hint:
+                filename, line = _user_frame()
+                warnings.warn_explicit(
+                    f"custom-call target {record['target']!r} is not registered{hint}",
+                    UserWarning, filename, line)
         engine.register_runtime(record["symbol"], trampoline.cfunc)
         trampolines.append(trampoline)
     return trampolines

@@ -87,7 +87,9 @@ _identities: dict[str, str | None] = {}
 
 def _toolchain_identity() -> str:
     """The MLIR/LLVM wheels: their distributions' names (with versions) and the size and
-    mtime of the extension holding the JIT."""
+    mtime of the extension holding the JIT; Python's and numpy's versions (the Python
+    passes run on them)."""
+    import numpy as np
     from mlir import _mlir_libs
     from mlir._mlir_libs import _mlirExecutionEngine
 
@@ -100,6 +102,7 @@ def _toolchain_identity() -> str:
         if os.path.exists(path):
             st = os.stat(path)
             parts.append(f"{os.path.basename(path)}:{st.st_size}:{st.st_mtime_ns}")
+    parts += [f"python:{sys.version}", f"numpy:{np.__version__}"]
     return "|".join(parts)
 
 
@@ -336,7 +339,7 @@ def plan(text: str, pipeline: Any, cpu: str, **settings: Any) -> Entry:
     elif _identity("toolchain") is None:
         reason = "the MLIR/LLVM wheels could not be identified"
     elif linker() is None:
-        reason = "no linker (ld.lld or ld) on PATH"
+        reason = "no linker (ld or ld.lld) on PATH"
     if reason:
         return Entry(None, None, reason=reason)
     pipeline_key, reason = pipeline_text(pipeline)

@@ -79,6 +79,17 @@ def test_unregistered_target_and_bad_registration() -> None:
         exe(np.float32(1))
     with pytest.raises(xm.ArgumentError):
         xm.register_custom_call("", lambda: None)
+
+
+def test_misspelled_target_is_named_with_a_suggestion() -> None:
+    xm.register_custom_call("test.scale_by_two", lambda a: a * 2)
+    b = xm.XlaBuilder("typo")
+    b.custom_call("test.scale_by_tow", [b.parameter(0, S(xm.F32, ()))], S(xm.F32, ()))
+    with pytest.warns(UserWarning, match=r"did you mean 'test.scale_by_two'") as caught:
+        exe = xm.compile(b.build())
+    assert caught[0].filename == __file__  # the user's xm.compile line
+    with pytest.raises(xm.CustomCallError, match=r"'test.scale_by_tow'.*did you mean 'test.scale_by_two'"):
+        exe(np.float32(1))
     with pytest.raises(xm.ArgumentError):
         xm.register_custom_call("x", "not callable")
     with pytest.raises(xm.ShapeError):

@@ -26,13 +26,13 @@ from xlamlir.runtime.compiler import clear_cache
 S = xm.Shape.array
 ROOT = Path(__file__).resolve().parents[1]
 # Without a linker the cache is off (tested below); everything else needs one.
-needs_linker = pytest.mark.skipif(linker() is None, reason="no linker (ld.lld or ld) on PATH")
+needs_linker = pytest.mark.skipif(linker() is None, reason="no linker (ld or ld.lld) on PATH")
 
 
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     if linker() is None:
-        pytest.skip("no linker (ld.lld or ld) on PATH")
+        pytest.skip("no linker (ld or ld.lld) on PATH")
     directory = tmp_path / "cache"
     monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(directory))
     for name in ("XLAMLIR_CACHE_MAX_MB", "XLAMLIR_DUMP_PASSES", "XLAMLIR_PASS_TIMING",
@@ -170,6 +170,17 @@ def test_what_the_key_holds_decides_hits(cache: Path) -> None:
     assert len(entries(cache)) == 1 + len(variants)
 
 
+def test_source_locations_are_not_in_the_key(cache: Path) -> None:
+    fresh(program())
+    b = xm.XlaBuilder("scaled_tanh")  # the same program built on other lines
+    x = b.parameter(0, S(xm.F32, (4, 33)))
+    rows = b.reduce(x, b.constant(np.float32(0)), lambda a, v: a + v, [1])
+    b.add(b.tanh(b.mul(x, b.constant(np.float32(0.5)))), b.broadcast_in_dim(rows, (4, 33), [0]))
+    here = b.build()
+    assert here.as_mlir_text(locations=True) != program().as_mlir_text(locations=True)
+    assert fresh(here).compile_stats["disk_cache"] == "hit"
+
+
 def test_keys_cover_the_machine_and_the_library(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text, pipeline = program().as_mlir_text(), xm.Pipeline.default()
 
@@ -244,6 +255,9 @@ def test_the_default_directory_is_under_home(tmp_path: Path, monkeypatch: pytest
     monkeypatch.delenv("XLAMLIR_CACHE_DIR")
     assert fresh(program()).compile_stats["disk_cache"] == "miss"
     assert len(entries(tmp_path / ".cache" / "xlamlir")) == 1
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert fresh(program()).compile_stats["disk_cache"] == "miss"
+    assert len(entries(tmp_path / "xdg" / "xlamlir")) == 1
     clear_cache()
 
 
