@@ -6,11 +6,7 @@ given as text with `compile_mlir`), and call the executable on numpy arrays.
 
 from . import distributed  # xm.distributed: replicas over MPI
 from .builder import XlaBuilder, XlaComputation, XlaOp
-from .dialect.errors import ArgumentError, CompileError, ShapeError, XlaError
-from .dialect.ops_conv import ConvDimensionNumbers
-from .dialect.ops_dot import DotDimensionNumbers
-from .dialect.ops_indexing import GatherDimensionNumbers, ScatterDimensionNumbers
-from .dialect.shapes import (
+from .dialect.element_types import (
     BF16,
     C64,
     C128,
@@ -28,12 +24,16 @@ from .dialect.shapes import (
     U16,
     U32,
     U64,
-    Layout,
     PrimitiveType,
-    Shape,
     dtype_of,
     type_of,
 )
+from .dialect.errors import ArgumentError, CompileError, ShapeError, XlaError
+from .dialect.layout import Layout
+from .dialect.ops_conv import ConvDimensionNumbers
+from .dialect.ops_dot import DotDimensionNumbers
+from .dialect.ops_indexing import GatherDimensionNumbers, ScatterDimensionNumbers
+from .dialect.shape import Shape
 from .lowering import Pipeline
 from .runtime import Executable, compile, compile_mlir
 from .runtime.custom_calls import CustomCallError, register_custom_call

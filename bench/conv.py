@@ -5,7 +5,7 @@ copy, a `sliding_window_view` of the 3x3 windows reshaped to a [pixels, 9*64]
 matrix, one matmul with the [9*64, 64] kernel on numpy's BLAS). Ours is the
 default pipeline: `linalg.conv_2d_nhwc_hwcf` on a zero-padded copy, scheduled by
 the "tiled" stage (split across cores by batch, 6 pixels x 16 channels register
-tiles, vectorized 1-D convolutions; lowering/schedules.py). Checks the result
+tiles, vectorized 1-D convolutions; lowering/passes/schedules.py). Checks the result
 first, then times ours, numpy and JAX (each in its own block of calls) and reports medians.
 `workloads()` is what bench/suite.py runs for this row. Run from the repository
 root: `python bench/conv.py [batch] [padding]`.

@@ -2,7 +2,7 @@
 
 Both go through the default pipeline, whose "tiled" stage packs, tiles,
 vectorizes and splits the matmul across cores and fuses the bias + relu into it
-(lowering/schedules.py). Each checks its result against numpy first, then times
+(lowering/passes/schedules.py). Each checks its result against numpy first, then times
 ours, numpy and JAX, each in its own block of calls, and reports medians. `workloads()` is what
 bench/suite.py runs for these two rows. Run with `python bench/dot.py [m k n]`.
 """

@@ -3,7 +3,7 @@ so c64) against numpy.fft.fft of the same c64 array.
 
 Checks the result against numpy in complex128 first, then prints the median of a
 few timed runs after a warm-up for both, and the ratio (ours / numpy). A power of
-two goes through the four-step Stockham path of lowering/fft.py; any other n
+two goes through the four-step Stockham path of lowering/ops/fft.py; any other n
 (e.g. `python bench/fft.py 1000003`) through Bluestein. Run with
 `python bench/fft.py [n]`.
 """

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..dialect.errors import ShapeError, XlaError
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from .xla_op import XlaOp
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..dialect.errors import ShapeError
 from ..dialect.ops_reduce import dilated
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from .xla_op import XlaOp
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..dialect.hlo_text import hlo_text
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from ..dialect.verify import ENTRY
 from . import graphviz
 from .emit import ModuleEmitter, check_parameters

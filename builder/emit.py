@@ -18,8 +18,9 @@ from mlir.dialects import func
 from ..dialect.attributes import to_mlir
 from ..dialect.errors import ShapeError
 from ..dialect.irdl import OPERAND_SEGMENTS, RESULT_SEGMENTS, new_context, segment_runs
+from ..dialect.mlir_types import to_mlir_type_text
 from ..dialect.registry import ELEMENTS
-from ..dialect.shapes import Shape, to_mlir_type_text
+from ..dialect.shape import Shape
 from ..dialect.verify import ENTRY, LAYOUT_ATTR
 from .xla_op import XlaOp
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dialect.errors import ShapeError
 from ..dialect.ops_collective import format_replica_groups, require_arrays
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from . import args
 from .recorder import Recorder
 from .xla_op import XlaOp

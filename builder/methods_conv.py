@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from ..dialect.element_types import PrimitiveType, type_of
 from ..dialect.errors import ShapeError
 from ..dialect.ops_conv import ConvDimensionNumbers, normalize_precision
 from ..dialect.registry import lookup
-from ..dialect.shapes import PrimitiveType, type_of
 from . import args
 from .recorder import Recorder
 from .xla_op import XlaOp

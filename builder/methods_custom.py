@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..dialect.errors import ShapeError
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from .recorder import Recorder
 from .xla_op import XlaOp
 

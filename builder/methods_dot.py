@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..dialect.element_types import type_of
 from ..dialect.errors import ShapeError
 from ..dialect.ops_dot import DotDimensionNumbers, normalize_precision
-from ..dialect.shapes import Shape, type_of
+from ..dialect.shape import Shape
 from .recorder import Recorder
 from .xla_op import XlaOp
 

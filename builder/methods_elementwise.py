@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..dialect.element_types import PrimitiveType, type_of
 from ..dialect.errors import ShapeError
 from ..dialect.ops_elementwise import COMPARISON_DIRECTIONS, default_comparison_type
-from ..dialect.shapes import PrimitiveType, Shape, type_of
+from ..dialect.shape import Shape
 from . import args
 from .broadcasting import broadcast_binary_operands
 from .recorder import Recorder

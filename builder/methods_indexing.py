@@ -18,7 +18,7 @@ from ..dialect.ops_indexing import (
     ScatterDimensionNumbers,
     check_scatter_operands,
 )
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from . import args
 from .recorder import Recorder
 from .xla_op import XlaOp

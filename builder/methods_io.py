@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..dialect.errors import ShapeError
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from .recorder import Recorder
 from .xla_op import XlaOp
 

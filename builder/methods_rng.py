@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from ..dialect.element_types import PrimitiveType, dtype_of
 from ..dialect.errors import ShapeError
 from ..dialect.ops_rng import ALGORITHMS, STATE_SHAPE, infer_rng, state_delta
-from ..dialect.shapes import PrimitiveType, Shape, dtype_of
+from ..dialect.shape import Shape
 from . import args
 from .recorder import Recorder
 from .xla_op import XlaOp

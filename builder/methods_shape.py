@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dialect.errors import ShapeError
 from ..dialect.ops_shape import check_permutation
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from . import args
 from .recorder import Recorder
 from .xla_op import Scalar, XlaOp

@@ -24,9 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from ..dialect.element_types import PrimitiveType
 from ..dialect.errors import ShapeError
 from ..dialect.ops_sort import check_sort_operands
-from ..dialect.shapes import PrimitiveType, Shape
+from ..dialect.shape import Shape
 from . import args
 from .recorder import Recorder
 from .xla_op import XlaOp

@@ -35,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
+from ..dialect.element_types import PrimitiveType, dtype_of, type_of
 from ..dialect.errors import ShapeError
 from ..dialect.registry import OpDef, lookup
-from ..dialect.shapes import PrimitiveType, Shape, dtype_of, type_of
+from ..dialect.shape import Shape
 from . import args
 from .argcheck import checked
 from .computation import XlaComputation

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..dialect.registry import OpDef
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 
 if TYPE_CHECKING:
     from .builder import XlaBuilder

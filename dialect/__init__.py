@@ -20,9 +20,11 @@ from . import (  # noqa: F401  (registration side effects)
     ops_shape,
     ops_sort,
 )
+from .element_types import PrimitiveType, dtype_of, type_of
 from .errors import ArgumentError, CompileError, ShapeError, XlaError
+from .layout import Layout
 from .registry import DIALECT, REGISTRY, OpDef, lookup
-from .shapes import Layout, PrimitiveType, Shape, dtype_of, type_of
+from .shape import Shape
 
 __all__ = [
     "ArgumentError", "CompileError", "ShapeError", "XlaError", "DIALECT", "REGISTRY", "OpDef",

@@ -1,7 +1,7 @@
 """Conversion between Python attribute values and builtin MLIR attributes.
 
 One pair of functions per `AttrKind` of the registry, plus the reading of an
-op's operand groups. Imports `dialect.registry`, `dialect.shapes`,
+op's operand groups. Imports `dialect.registry`, `dialect.shape`,
 `dialect.irdl`.
 """
 
@@ -12,7 +12,9 @@ from typing import Any
 import numpy as np
 from mlir import ir
 
+from .element_types import PrimitiveType, dtype_of, type_from_mlir_name, type_of
 from .irdl import MAX_RUNS, OPERAND_SEGMENTS
+from .mlir_types import to_mlir_type_text
 from .registry import (
     BOOL,
     DICT,
@@ -27,7 +29,7 @@ from .registry import (
     AttrKind,
     OpDef,
 )
-from .shapes import PrimitiveType, Shape, dtype_of, to_mlir_type_text, type_from_mlir_name, type_of
+from .shape import Shape
 
 
 def _i64(value: int) -> ir.Attribute:

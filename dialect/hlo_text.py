@@ -40,10 +40,12 @@ import numpy as np
 from mlir import ir
 
 from .attributes import attribute_values, operand_groups
+from .element_types import PrimitiveType, dtype_of
 from .errors import CompileError
 from .irdl import new_context
+from .mlir_types import shape_from_mlir_type_text
 from .registry import DIALECT, REGISTRY, OpDef
-from .shapes import PrimitiveType, Shape, dtype_of, shape_from_mlir_type_text
+from .shape import Shape
 
 LARGE_CONSTANT = 10  # XLA prints a constant with more elements as `{...}`
 

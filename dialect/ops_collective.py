@@ -19,7 +19,7 @@ knows it (`check_replica_groups`).
 - `collective_broadcast(operand) {replica_groups}`: the first replica of each group
   sends; replicas outside every group get zeros.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`, `dialect.ops_reduce`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`, `dialect.ops_reduce`.
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .ops_reduce import ProgramShape, verify_reducer
 from .registry import INT, PAIRS, STR, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 REPLICA_ID = Shape.array(PrimitiveType.U32, ())
 _GROUPS = re.compile(r"\{\s*(\{[\d\s,]*\}\s*(,\s*\{[\d\s,]*\}\s*)*)?\}")

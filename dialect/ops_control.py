@@ -2,14 +2,15 @@
 
 A sub-computation reaches a shape rule as its program shape
 `(parameter_shapes, result_shape)`. Imports `dialect.registry`,
-`dialect.shapes`, `dialect.errors`.
+`dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import I64_ARRAY, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 ProgramShape = tuple[list[Shape], Shape]
 

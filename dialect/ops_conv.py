@@ -29,7 +29,7 @@ convolution for what the seeds leave open):
   pred convolutions are or-of-ands, integer ones wrap, complex ones do not
   conjugate. `precision_config` is recorded, with no numeric effect on CPU.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations
@@ -42,9 +42,10 @@ from typing import Any
 import numpy as np
 
 from . import ops_dot
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import ELEMENT_TYPE, I64_ARRAY, INT, PAIRS, STR, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 OP = "convolution"
 
@@ -223,8 +224,8 @@ def _check_element_types(lhs: Shape, rhs: Shape, preferred: PrimitiveType, prefe
         raise ShapeError(OP, shapes, f"lhs and rhs must have the same element type (got {lt} and {rt}); "
                          "convert one with convert_element_type or pass preferred_element_type")
     try:
-        ops_dot._check_preferred(shapes, lt, preferred)
-        ops_dot._check_preferred(shapes, rt, preferred)
+        ops_dot.check_preferred_type(shapes, lt, preferred)
+        ops_dot.check_preferred_type(shapes, rt, preferred)
     except ShapeError as e:  # the same rule, named for this op
         raise ShapeError(OP, shapes, e.rule) from None
 

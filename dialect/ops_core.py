@@ -1,13 +1,14 @@
 """Constants, tuples and broadcast_in_dim: the ops every computation needs.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations
 
 from .errors import ShapeError
+from .mlir_types import shape_from_mlir_type_text
 from .registry import ELEMENTS, I64_ARRAY, INT, OpDef, Operand, define
-from .shapes import Shape, shape_from_mlir_type_text
+from .shape import Shape
 
 
 def infer_constant(*, value: object, shape: Shape | None = None) -> Shape:

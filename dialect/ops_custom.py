@@ -2,14 +2,14 @@
 
 The result shape is the one the builder was given (XLA's rule): it is kept as
 the attribute `result_shape` in XLA's text form, layout included. Imports
-`dialect.registry`, `dialect.shapes`, `dialect.errors`.
+`dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations
 
 from .errors import ShapeError
 from .registry import BOOL, STR, OpDef, Operand, define
-from .shapes import Shape
+from .shape import Shape
 
 
 def infer_custom_call(inputs: tuple[Shape, ...], *, call_target_name: str, backend_config: str,

@@ -17,7 +17,7 @@ Semantics (seeds 001/004 DotGeneral, SEMANTICS.md D8 and 5.F):
 - `precision_config` is recorded ("DEFAULT", "HIGH" or "HIGHEST" per
   operand); it has no numeric effect on CPU.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import ELEMENT_TYPE, I64_ARRAY, STR, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 P = PrimitiveType
 OP = "dot_general"
@@ -133,7 +134,7 @@ def normalize_precision(precision_config: Any) -> str:
     return ",".join(names)
 
 
-def _check_preferred(shapes: list[Shape], operand: PrimitiveType, preferred: PrimitiveType) -> None:
+def check_preferred_type(shapes: list[Shape], operand: PrimitiveType, preferred: PrimitiveType) -> None:
     """XLA's (and jax's) rule for which accumulation/result types an operand type may use."""
     if not preferred.is_array_type:
         raise ShapeError(OP, shapes, f"preferred_element_type {preferred} is not an array element type")
@@ -212,8 +213,8 @@ def infer_dot_general(lhs: Shape, rhs: Shape, *, lhs_contracting_dimensions: tup
     if lt != rt and not preferred_given:
         raise ShapeError(OP, shapes, f"lhs and rhs must have the same element type (got {lt} and {rt}); "
                          "convert one with convert_element_type or pass preferred_element_type")
-    _check_preferred(shapes, lt, preferred)
-    _check_preferred(shapes, rt, preferred)
+    check_preferred_type(shapes, lt, preferred)
+    check_preferred_type(shapes, rt, preferred)
     dims = ([lhs.dimensions[i] for i in d.lhs_batch_dimensions]
             + [lhs.dimensions[i] for i in free_dimensions(lhs.rank, d, "lhs")]
             + [rhs.dimensions[i] for i in free_dimensions(rhs.rank, d, "rhs")])

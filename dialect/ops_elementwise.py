@@ -3,16 +3,17 @@
 Shape rules at the dialect level see operands that already have equal shapes;
 XLA's implicit broadcasting is builder sugar (`builder.broadcasting`). Each op
 accepts the element kinds XLA accepts and rejects the rest with a ShapeError.
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .element_types import PrimitiveType, type_of
 from .errors import ShapeError
 from .registry import ELEMENT_TYPE, INT, STR, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape, type_of
+from .shape import Shape
 
 P = PrimitiveType
 PRED_ = frozenset({P.PRED})

@@ -15,14 +15,15 @@ Semantics (seed 004 Fft, SEMANTICS.md 5.F, XLA's InferFftShape):
   which is why fft_length is needed (16 and 17 give the same RFFT shape).
 - Any length is allowed, not only powers of two.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import I64_ARRAY, STR, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 P = PrimitiveType
 FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")

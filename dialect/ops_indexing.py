@@ -18,7 +18,7 @@ Semantics pinned here (seeds 001/004 Gather and Scatter, SEMANTICS.md 5.I):
 - collapsed (gather) / inserted (scatter) and batching dimensions have a
   slice / window size of 1.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ from typing import Any, Self
 
 import numpy as np
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import BOOL, I64_ARRAY, INT, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 ProgramShape = tuple[Sequence[Shape], Shape]
 

@@ -1,7 +1,7 @@
 """Tokens and I/O: create_token, after_all, infeed, outfeed, send, recv.
 
 Tokens order side effects; they carry no data. Data shapes are kept as
-attributes in XLA's text form. Imports `dialect.registry`, `dialect.shapes`,
+attributes in XLA's text form. Imports `dialect.registry`, `dialect.shape`,
 `dialect.errors`.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .errors import ShapeError
 from .registry import STR, OpDef, Operand, define
-from .shapes import Shape
+from .shape import Shape
 
 TOKEN = Shape.token()
 

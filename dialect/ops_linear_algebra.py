@@ -17,14 +17,15 @@ Semantics (seeds 001/004 Cholesky and TriangularSolve, SEMANTICS.md 5.F):
   [..., M, M]; b is [..., M, K] (left) or [..., K, M] (right), with the same
   batch dimensions and element type. The result has b's shape.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import BOOL, STR, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 P = PrimitiveType
 TRANSPOSE_KINDS = ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT")

@@ -7,16 +7,17 @@ shape)`. reduce and reduce_window are variadic and multi-result: N operands,
 N scalar init values and a computation `(acc_0..acc_{N-1}, x_0..x_{N-1}) ->
 (r_0..r_{N-1})`; the op has one MLIR result per operand. Padding reaches the
 dialect as explicit `(low, high)` pairs; "SAME"/"VALID" are builder sugar.
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import I64_ARRAY, PAIRS, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 ProgramShape = tuple[Sequence[Shape], Shape]
 

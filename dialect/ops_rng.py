@@ -17,16 +17,17 @@
 Element types (SEMANTICS D18, seed 001): UNIFORM takes f16, bf16, f32, f64,
 s32, u32, s64 or u64 (what XLA's CPU backend supports); NORMAL a float type.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import ELEMENT_TYPE, I64_ARRAY, INT, STR, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 P = PrimitiveType
 ALGORITHMS = ("DEFAULT", "THREE_FRY", "PHILOX")

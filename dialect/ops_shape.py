@@ -5,7 +5,7 @@ dynamic_slice and dynamic_update_slice, with XLA's shape rules (seeds 001/003/00
 and ../shared/SEMANTICS.md 5.D/5.I). Every data-movement op accepts every array
 element type. Builder-only sugar (broadcast, collapse, reshape with a collapse
 order, `x[...]`) lives in `builder.methods_shape` and emits these ops.
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from .element_types import PrimitiveType, type_of
 from .errors import ShapeError
 from .registry import ELEMENT_TYPE, I64_ARRAY, INT, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape, type_of
+from .shape import Shape
 
 
 def _require_array(op: str, shapes: Sequence[Shape]) -> None:

@@ -6,16 +6,17 @@ differ), `dimension` in [0, rank), and a comparator taking 2N scalars, where
 parameters 2k and 2k+1 are operand k's element type, returning pred[]. The op
 has one result per operand.
 
-Imports `dialect.registry`, `dialect.shapes`, `dialect.errors`.
+Imports `dialect.registry`, `dialect.shape`, `dialect.errors`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .element_types import PrimitiveType
 from .errors import ShapeError
 from .registry import BOOL, INT, OpDef, Operand, define
-from .shapes import PrimitiveType, Shape
+from .shape import Shape
 
 ProgramShape = tuple[Sequence[Shape], Shape]
 

@@ -3,7 +3,7 @@
 Everything else is derived from it: the IRDL text that defines the dialect in
 an MLIR context (`dialect.irdl`), the builder methods, the verifier for parsed
 text and the lowering lookup. Imports only `dialect.errors` and
-`dialect.shapes`.
+`dialect.shape`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .shapes import Shape
+from .shape import Shape
 
 DIALECT = "xhlo"
+#: The entry function of a module: what compile_mlir runs and export exports.
+ENTRY = "main"
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from mlir import ir
 
 from .attributes import attribute_values, operand_groups
 from .errors import CompileError, ShapeError, XlaError
-from .registry import DIALECT, lookup
-from .shapes import Shape, shape_from_mlir_type_text
+from .mlir_types import shape_from_mlir_type_text
+from .registry import DIALECT, ENTRY, lookup
+from .shape import Shape
 
 LAYOUT_ATTR = "xhlo.layout"
-ENTRY = "main"
 
 
 def _shape(t: ir.Type) -> Shape:

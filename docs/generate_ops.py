@@ -23,7 +23,7 @@ its lowering.
 def render() -> str:
     from xlamlir.dialect.registry import REGISTRY
     from xlamlir.lowering import lower_pass  # noqa: F401  (registers the lowerings)
-    from xlamlir.lowering.framework import LOWERINGS
+    from xlamlir.lowering.patterns.framework import LOWERINGS
 
     rows = []
     for name in sorted(REGISTRY):

@@ -1,4 +1,6 @@
-"""Lowering of the xhlo dialect to LLVM: patterns, the entry boundary and the Pipeline.
+"""Lowering of the xhlo dialect to LLVM (docs/architecture.md): `scalar` (one element's
+code) <- `patterns` (the rewrite mechanism) <- `ops` (one module per op family) <-
+`lower_pass` <- `pipeline`, with the pipeline's own passes in `passes`.
 
 Imports `dialect`.
 """

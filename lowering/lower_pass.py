@@ -11,29 +11,11 @@ from mlir import ir
 from mlir.dialects import func
 from mlir.rewrite import GreedyRewriteConfig, apply_patterns_and_fold_greedily
 
-from ..dialect.registry import DIALECT
-from . import (  # noqa: F401  (register their lowerings)
-    collective,
-    control,
-    conv,
-    core,
-    custom,
-    dot,
-    elementwise,
-    fft,
-    indexing,
-    io,
-    linear_algebra,
-    reduce,
-    rng,
-    shape,
-    sort,
-)
-from .boundary import DYNAMIC_STRIDES_ATTR, rewrite_entry
-from .computations import ComputationLibrary, set_current_library
-from .framework import pattern_set
-
-ENTRY = "main"
+from ..dialect.registry import DIALECT, ENTRY
+from . import ops  # noqa: F401  (importing the package registers every op's lowering)
+from .patterns.boundary import DYNAMIC_STRIDES_ATTR, rewrite_entry
+from .patterns.computations import ComputationLibrary, set_current_library
+from .patterns.framework import pattern_set
 
 
 def _entry(module_op: ir.Operation) -> Any:

@@ -17,19 +17,29 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from ..dialect.errors import CompileError
-from .approximations import approximate_math
-from .control import loop_state_in_place
-from .destinations import output_tensors, split_shared_inits
-from .exact_fma import exact_fma
-from .fusion import duplicate_cheap_producers
-from .i1_memory import widen_i1_memrefs
 from .lower_pass import lower_xhlo
+from .passes.approximations import approximate_math
+from .passes.destinations import output_tensors, split_shared_inits
+from .passes.exact_fma import exact_fma
+from .passes.fusion import duplicate_cheap_producers
+from .passes.i1_memory import widen_i1_memrefs
+from .passes.loop_state import loop_state_in_place
+from .passes.schedules import schedule_contractions
+from .passes.soft_float import expand_small_floats
+from .passes.vectorize import schedule_vectorize, super_vectorize
 from .reproducer import write_reproducer
-from .schedules import schedule_contractions
-from .soft_float import expand_small_floats
-from .vectorize import schedule_vectorize, super_vectorize
 
 PassSpec = str | Callable[[Any, Any], None]
+
+# The passes that run parallel loops on MLIR's async runtime (a thread pool the JIT links),
+# and what `Pipeline.sequential()` puts in their place: scf.parallel then lowers to plain
+# loops (convert-scf-to-cf), for code that must not need that runtime (export).
+PARALLEL_LOOPS = ("scf-forall-to-parallel,async-parallel-for{async-dispatch=false num-workers=-1 "
+                  "min-task-size=1},async-to-async-runtime,async-runtime-ref-counting,"
+                  "async-runtime-ref-counting-opt")
+SEQUENTIAL_LOOPS = "scf-forall-to-parallel"
+ASYNC_TO_LLVM = "convert-async-to-llvm"
+_SEQUENTIAL: dict[str, str | None] = {PARALLEL_LOOPS: SEQUENTIAL_LOOPS, ASYNC_TO_LLVM: None}
 
 # Each stage with a line saying why each pass is there.
 DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
@@ -50,7 +60,7 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
     ]),
     ("tiled", [
         # Matmuls and convolutions: packed, tiled for cache and registers, vectorized and
-        # split across cores by transform scripts (lowering/schedules.py).
+        # split across cores by transform scripts (lowering/passes/schedules.py).
         schedule_contractions,
         "canonicalize",
     ]),
@@ -73,7 +83,7 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
     ]),
     ("vectorized", [
         # Elementwise and reduction generics: tiled, split across cores (scf.forall) and
-        # vectorized at the linalg level by transform scripts (lowering/vectorize.py).
+        # vectorized at the linalg level by transform scripts (lowering/passes/vectorize.py).
         schedule_vectorize,
         "func.func(convert-linalg-to-affine-loops)",
         # No affine-loop-fusion: it moved a fill's loop after the copy into the filled buffer
@@ -86,22 +96,21 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "math-extend-to-supported-types",
         approximate_math,  # f32 exp/tanh as polynomials: LLVM would call libm lane by lane
         # f16/bf16 arithmetic as f32 ops between extf/truncf, and those conversions in
-        # integer ops (lowering/soft_float.py): no CPU-specific conversion or f16
+        # integer ops (lowering/passes/soft_float.py): no CPU-specific conversion or f16
         # instruction decides a result (AVX512-BF16's flushes subnormals to zero).
         "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}",
         expand_small_floats,
         # scf.forall -> scf.parallel -> tasks on the async runtime's thread pool. The foralls
         # have one iteration per core's share: min-task-size=1 (the default, 1000 iterations
         # per task, would run a 2-iteration forall on one thread).
-        "scf-forall-to-parallel,async-parallel-for{async-dispatch=false num-workers=-1 min-task-size=1},"
-        "async-to-async-runtime,async-runtime-ref-counting,async-runtime-ref-counting-opt",
+        PARALLEL_LOOPS,
         "lower-affine",
         "convert-vector-to-scf",
         "convert-scf-to-cf",
         "canonicalize",
     ]),
     ("llvm", [
-        "convert-async-to-llvm",  # calls into libmlir_async_runtime (runtime/compiler.py)
+        ASYNC_TO_LLVM,  # calls into libmlir_async_runtime (runtime/compiler.py)
         widen_i1_memrefs,  # LLVM 22 asserts on scalar i1 loads/stores (deallocation's buffers)
         "convert-complex-to-standard",  # complex division/abs with the overflow-safe algorithms
         # vector.fma would become llvm.intr.fmuladd, fused only where the CPU has FMA.
@@ -141,7 +150,7 @@ class _ByIdentity:
         return isinstance(other, _ByIdentity) and other.spec is self.spec
 
 
-def _describe(spec: PassSpec) -> str:
+def describe_pass(spec: PassSpec) -> str:
     return spec if isinstance(spec, str) else getattr(spec, "__name__", repr(spec))
 
 
@@ -183,13 +192,24 @@ class Pipeline:
         self._stages[self._index(stage)] = (stage, list(passes) if isinstance(passes, list) else [passes])
         return self
 
+    def sequential(self) -> Pipeline:
+        """A copy whose loops run on the calling thread: the async-runtime passes of the
+        default pipeline (`PARALLEL_LOOPS`, `ASYNC_TO_LLVM`) replaced or dropped, every other
+        pass kept as is. Passes a user spelled differently are kept too (export then refuses a
+        program that still calls the async runtime)."""
+        def kept(spec: PassSpec) -> PassSpec | None:
+            return _SEQUENTIAL.get(spec, spec) if isinstance(spec, str) else spec
+
+        return Pipeline([(name, [k for k in map(kept, passes) if k is not None])
+                         for name, passes in self._stages])
+
     def fingerprint(self) -> tuple:
         """A hashable description (callables by identity) for the compile cache."""
         return tuple((name, tuple(p if isinstance(p, str) else _ByIdentity(p) for p in passes))
                      for name, passes in self._stages)
 
     def __repr__(self) -> str:
-        body = "; ".join(f"{n}: {', '.join(_describe(p) for p in ps)}" for n, ps in self._stages)
+        body = "; ".join(f"{n}: {', '.join(describe_pass(p) for p in ps)}" for n, ps in self._stages)
         return f"Pipeline({body})"
 
     def run(self, module: ir.Module, timings: list[tuple[str, str, float]] | None = None,
@@ -219,7 +239,7 @@ class Pipeline:
                 start = time.perf_counter()
                 try:
                     if len(group) == 1:
-                        _run_one(module, name, group[0])
+                        run_pass(module, name, group[0])
                     else:
                         _run_merged(module, name, group)
                 except CompileError as error:
@@ -228,17 +248,17 @@ class Pipeline:
                     raise _with_reproducer(error, module.context, name, passes, stage_input) \
                         from error.__cause__
                 if timings is not None:
-                    timings.append((name, ",".join(_describe(p) for p in group),
+                    timings.append((name, ",".join(describe_pass(p) for p in group),
                                     time.perf_counter() - start))
                 if after_each_pass is not None:
-                    after_each_pass.append((name, _describe(group[0]), text()))
+                    after_each_pass.append((name, describe_pass(group[0]), text()))
             stages[name] = text()
         return readable_stages(stages)
 
 
 # Discardable attributes the lowering sets for its own passes, not part of the program:
 # tensor.empty's `xlamlir.accumulator` keeps CSE from merging two accumulators
-# (lowering/reduce.py); its value is a process-wide counter, so it would also make the
+# (lowering/ops/reduce.py); its value is a process-wide counter, so it would also make the
 # text of one program differ from compile to compile.
 _BOOKKEEPING = re.compile(r"(?: \{xlamlir\.accumulator = -?\d+ : i64\}"
                           r"|xlamlir\.accumulator = -?\d+ : i64, |, xlamlir\.accumulator = -?\d+ : i64)")
@@ -319,7 +339,7 @@ def _failing_pass_input(context: ir.Context, stage: str, passes: list[PassSpec],
             before = module.operation.get_asm(enable_debug_info=located)
             spec: PassSpec = group[0] if len(group) == 1 else ",".join(str(p) for p in group)
             try:
-                _run_one(module, stage, spec)
+                run_pass(module, stage, spec)
             except CompileError:
                 return spec, before
     return None
@@ -330,16 +350,16 @@ def _run_merged(module: ir.Module, stage: str, group: list[PassSpec]) -> None:
     copy of the input, for an error naming the failing pass."""
     before = module.operation.clone()  # detached; no measurable cost next to the passes
     try:
-        _run_one(module, stage, ",".join(str(p) for p in group))
+        run_pass(module, stage, ",".join(str(p) for p in group))
     except CompileError as merged_error:
         for spec in group:
-            _run_one(before, stage, spec)  # raises the error naming the pass
+            run_pass(before, stage, spec)  # raises the error naming the pass
         raise merged_error from merged_error.__cause__  # the replay passed: the merged error
     finally:
         before.erase()
 
 
-def _run_one(module: ir.Module | ir.Operation, stage: str, spec: PassSpec) -> None:
+def run_pass(module: ir.Module | ir.Operation, stage: str, spec: PassSpec) -> None:
     context = module.context
     failure: list[BaseException] = []
     diagnostics: list[str] = []
@@ -360,7 +380,7 @@ def _run_one(module: ir.Module | ir.Operation, stage: str, spec: PassSpec) -> No
                 raise CompileError(f"stage {stage!r}: cannot parse pass pipeline {spec!r}: {e}",
                                    stage, str(e)) from None
         else:
-            pipeline_text = _describe(spec)
+            pipeline_text = describe_pass(spec)
             pm.add(_guarded(spec, failure), name=f"py-{pipeline_text}")
         handler = context.attach_diagnostic_handler(collect)
         try:

@@ -31,7 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..dialect.errors import ArgumentError
+from mlir import ir
+
+from ..dialect.errors import ArgumentError, CompileError
+from ..dialect.irdl import dialect_irdl_text, new_context
 
 MANIFEST = "reproducer.json"
 INPUT = "stage_input.mlir"
@@ -86,8 +89,6 @@ def _write(folder: str, name: str, text: str) -> str:
 def write_reproducer(stage: str, spec: Any, stage_input: str, error: str) -> tuple[str, str]:
     """Write the folder for pass `spec` of `stage` failing on `stage_input` with `error`;
     returns (folder, the lines to append to the error message)."""
-    from ..dialect.irdl import dialect_irdl_text
-
     folder = _folder(stage)
     input_path = _write(folder, INPUT, stage_input)
     manifest: dict[str, Any] = {"stage": stage, "input": INPUT, "error": error}
@@ -198,18 +199,16 @@ def _import_pass(record: dict[str, Any]) -> Callable[..., Any]:
 
 
 def _replay_python(path: str, stage: str, fn: Callable[..., Any]) -> Replay:
-    from mlir import ir
-
-    from ..dialect.errors import CompileError
-    from ..dialect.irdl import new_context
-    from .pipeline import _run_one
+    # Lazy: the pipeline writes reproducers (pipeline -> reproducer); replaying one runs the
+    # pass the way the pipeline does.
+    from .pipeline import run_pass
 
     with open(path) as f:
         text = f.read()
     with new_context(), ir.Location.unknown():
         module = ir.Module.parse(text)
         try:
-            _run_one(module, stage, fn)
+            run_pass(module, stage, fn)
         except CompileError as e:
             cause = e.__cause__
             detail = f"\ncaused by {type(cause).__name__}: {cause}" if cause is not None else ""

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..dialect.errors import ArgumentError
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 
 
 @dataclass(frozen=True)

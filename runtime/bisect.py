@@ -31,9 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from mlir import ir
 
 from ..dialect.errors import ArgumentError, XlaError
-from ..lowering.pipeline import PassSpec, Pipeline, _describe
+from ..dialect.irdl import new_context
+from ..lowering.pipeline import PassSpec, Pipeline, describe_pass
 
 
 @dataclass
@@ -213,10 +215,6 @@ def close(result: Any, reference: Any, rtol: float, atol: float) -> bool:
 
 def _pass_texts(text: str, pipeline: Pipeline) -> list[str]:
     """The module text after every pass (the `hlo` stage's passes left out)."""
-    from mlir import ir
-
-    from ..dialect.irdl import new_context
-
     first = pipeline.stage_names[0]
     stripped = Pipeline([(n, [] if n == first else pipeline.passes(n)) for n in pipeline.stage_names])
     after: list[tuple[str, str, str]] = []
@@ -230,6 +228,7 @@ def _pass_texts(text: str, pipeline: Pipeline) -> list[str]:
 def bisect_executable(exe: Any, args: tuple[Any, ...], reference: Any = None,
                       rtol: float = 1e-5, atol: float = 1e-6) -> BisectReport:
     """The report of `exe.bisect(*args, ...)` (the module docstring says how)."""
+    # Lazy: executables offer exe.bisect (compiler -> executable -> bisect -> compiler).
     from .compiler import compile_mlir
 
     if getattr(exe, "num_replicas", 1) != 1:
@@ -262,7 +261,7 @@ def bisect_executable(exe: Any, args: tuple[Any, ...], reference: Any = None,
     previous: tuple[float | None, bool | None] | None = None
     for stage in pipeline.stage_names[1:]:
         for count, spec in enumerate(pipeline.passes(stage), start=1):
-            name, note = _describe(spec), ""
+            name, note = describe_pass(spec), ""
             if previous is not None and texts[index + 1] == texts[index]:
                 error, ok = previous
                 note = "module unchanged"
@@ -276,5 +275,5 @@ def bisect_executable(exe: Any, args: tuple[Any, ...], reference: Any = None,
             steps.append(BisectStep(index, stage, name, error, ok, note))
             previous = (error, ok)
             index += 1
-    skipped = [_describe(p) for p in pipeline.passes(pipeline.stage_names[0])]
+    skipped = [describe_pass(p) for p in pipeline.passes(pipeline.stage_names[0])]
     return BisectReport(steps, described, rtol, atol, max_error(own, reference), skipped)

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dialect.errors import CompileError
+from .export import MEMREF_COPY
 
 #: Prefix of the data symbol holding the address a runtime-bound stub jumps to.
 SLOT_PREFIX = "__xlamlir_slot_"
@@ -102,9 +103,8 @@ def _compile_memref_copy(work: str) -> bool:
     """MLIR's `memrefCopy` (strided copies) compiled into the library, as export does: from
     MLIR's runner utils it would load libMLIR (~100 ms) into every process loading the
     library. False (the symbol then resolves at load time) without a working C compiler."""
-    from .export import _MEMREF_COPY
 
-    source = "#include <stdint.h>\n#include <string.h>\n" + _MEMREF_COPY
+    source = "#include <stdint.h>\n#include <string.h>\n" + MEMREF_COPY
     Path(work, "memref_copy.c").write_text(source)
     compiler = shlex.split(os.environ.get("CC", "")) or ["cc"]
     if shutil.which(compiler[0]) is None:

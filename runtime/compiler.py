@@ -21,12 +21,11 @@ from typing import Any
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
-from ..dialect.errors import ArgumentError, CompileError, ShapeError
+from ..dialect.errors import CompileError, ShapeError
 from ..dialect.irdl import new_context
-from ..dialect.verify import program_shape_of, verify_module
-from ..lowering import schedules
-from ..lowering.boundary import DYNAMIC_STRIDES_ATTR, entry_result_shape, result_leaf_shapes
-from ..lowering.custom import CUSTOM_CALLS_ATTR
+from ..dialect.verify import program_shape_of
+from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
+from ..lowering.patterns.boundary import DYNAMIC_STRIDES_ATTR, entry_result_shape, result_leaf_shapes
 from ..lowering.pipeline import Pipeline
 from . import disk_cache
 from .custom_calls import bind_custom_calls
@@ -34,8 +33,9 @@ from .executable import Executable
 from .inspection import compile_stats, dump_compilation
 from .io import Infeed, Outfeed
 from .io import builtins as io_builtins
-from .replicas import check_collectives, collective_builtins
-from .targets import HOST, has_avx512, resolve, retarget
+from .lower import parse_module, pipeline_for_target
+from .replicas import collective_builtins
+from .targets import resolve, retarget
 
 CACHE_SIZE = 128
 # LLVM's optimization (and code generation) level for the JIT, which takes most of the
@@ -130,38 +130,6 @@ def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int 
     return executable
 
 
-def pipeline_for_target(pipeline: Pipeline, cpu: str) -> Pipeline:
-    """`pipeline` with the default matmul/conv schedule's register tiles chosen for `cpu`
-    (`schedules.Params.for_target`) instead of this machine's."""
-    if cpu == HOST:
-        return pipeline
-    try:
-        params = schedules.Params.for_target(cpu)
-    except ArgumentError:  # an LLVM CPU name the schedules do not list: by its vector width
-        params = schedules.Params.for_target("x86-64-v4" if has_avx512(cpu) else "x86-64-v3")
-    scheduler = schedules.scheduler(params)
-    return Pipeline([(stage, [scheduler if p is schedules.schedule_contractions else p
-                              for p in pipeline.passes(stage)]) for stage in pipeline.stage_names])
-
-
-def lower_mlir(text: str, pipeline: Pipeline, cpu: str) -> dict[str, str]:
-    """The stages of `text` through `pipeline` for `cpu`, without the JIT (for export,
-    which may target a CPU this machine cannot run)."""
-    with new_context(), ir.Location.unknown():
-        module = _parse(text, 1, False)
-        return pipeline_for_target(pipeline, cpu).run(module)
-
-
-def _parse(text: str, num_replicas: int, dynamic_strides: bool) -> ir.Module:
-    try:
-        module = ir.Module.parse(text)
-    except Exception as e:  # noqa: BLE001 - MLIRError from the parser
-        raise CompileError(f"cannot parse the module: {e}", "hlo", str(e)) from None
-    verify_module(module)
-    check_collectives(module, num_replicas)
-    return module
-
-
 def _load_from_disk(entry: disk_cache.Entry, text: str, pipeline: Pipeline, num_replicas: int,
                     name: str, dynamic_strides: bool, cpu: str) -> Executable | None:
     """The program of `entry` bound as a fresh compile binds it; None on a miss."""
@@ -220,7 +188,7 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
     started = time.perf_counter()
     context = new_context()
     with context, ir.Location.unknown():
-        module = _parse(text, num_replicas, dynamic_strides)
+        module = parse_module(text, num_replicas)
         parameter_shapes, result_shape = program_shape_of(module)
         # A returned parameter keeps its layout, also as a tuple leaf (the type has no room).
         result_shape = entry_result_shape(module, result_shape)

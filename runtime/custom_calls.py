@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..dialect.errors import ArgumentError, XlaError
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 
 _TARGETS: dict[str, Any] = {}
 _LOCK = threading.Lock()

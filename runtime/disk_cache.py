@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dialect.errors import ArgumentError, CompileError
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from .cached_library import LoadedLibrary, link_library, linker, open_library
 
 ENV_DIR = "XLAMLIR_CACHE_DIR"

@@ -9,16 +9,19 @@ allocates the results. Imports `dialect` and `runtime.arguments`.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..dialect.errors import ArgumentError, XlaError
+from ..dialect.errors import ArgumentError, CompileError, XlaError
 from ..dialect.hlo_text import hlo_text
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
+from ..lowering.ops.rng import rng_state, set_rng_seed, set_rng_state
 from .arguments import LeafSpec, coerce, strides_fit
+from .custom_calls import CustomCallError
 from .export import export_executable
 from .inspection import dump_stages, executable_html, stage_diff
 from .replicas import execute_replicated
@@ -99,7 +102,7 @@ class Executable:
         """The program (its `hlo` stage) in XLA's HLO text format."""
         return hlo_text(next(iter(self.stages.values())), self.name)
 
-    # N replicas on N threads (runtime/replicas.py).
+    # N replicas on N threads (runtime/replicas/).
     execute_replicated = execute_replicated
     # Ahead-of-time export: `exe.export("out/libname.so")` (runtime/export.py).
     export = export_executable
@@ -113,6 +116,7 @@ class Executable:
         """Run the program after every pass (finished by the default pipeline); print and
         return a `runtime.bisect.BisectReport` naming the first pass whose result differs
         from `reference` (default: the `linalg` stage's result) beyond the tolerances."""
+        # Lazy: bisect compiles every candidate (bisect -> compiler -> executable).
         from .bisect import bisect_executable
 
         report = bisect_executable(self, args, reference=reference, rtol=rtol, atol=atol)
@@ -129,10 +133,6 @@ class Executable:
         """Write the JIT's machine code (an ELF object) to `path`, for a disassembler; needs
         the compile to have run with XLAMLIR_KEEP_OBJECT=1 (else CompileError). An
         executable loaded from the disk cache writes its shared library (the same code)."""
-        import os
-
-        from ..dialect.errors import CompileError
-
         if self.keeps_object:
             self._engine.dump_to_object_file(str(path))
         if not self.keeps_object or not os.path.exists(path) or os.path.getsize(path) == 0:
@@ -146,8 +146,6 @@ class Executable:
     def seed(self, n: int) -> None:
         """Restart the random ops' stream (rng_uniform/normal/bernoulli) from seed `n`;
         a fresh executable starts from seed 0."""
-        from ..lowering.rng import set_rng_seed
-
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
             raise ArgumentError(f"seed must be an int, got {n!r}")
         set_rng_seed(self._engine, int(n) & (2**64 - 1))
@@ -156,8 +154,6 @@ class Executable:
 
     def _call_strided(self, args: tuple[Any, ...]) -> Any:
         """Run the strided-input variant, carrying the random state over and back."""
-        from ..lowering.rng import rng_state, set_rng_state
-
         variant = self._strided()
         set_rng_state(variant._engine, rng_state(self._engine))
         try:
@@ -231,7 +227,6 @@ class Executable:
         self._entry(packed)
         pending = self._callback_errors.__dict__.pop("pending", None)
         if pending:
-            from .custom_calls import CustomCallError
 
             if isinstance(pending[0], XlaError):
                 raise pending[0]

@@ -3,7 +3,7 @@
 `export_executable(exe, "out/libaxpy.so")` writes `out/libaxpy.so` and
 `out/libaxpy.h`. The library exports one function, `int NAME(void **args,
 void **results)`, that fills the memref descriptors of the destination-passing
-entry point (`lowering.boundary`) from plain data pointers and calls
+entry point (`lowering.patterns.boundary`) from plain data pointers and calls
 `_mlir_ciface_main`. The toolchain is the one the MLIR/LLVM wheels ship plus
 the system C compiler:
 
@@ -23,7 +23,7 @@ function the lowering can call (`memrefCopy`, for copies between
 non-contiguous memrefs) is provided by the wrapper, since the wheel's
 `libmlir_c_runner_utils.so` itself depends on libMLIR; so are the bf16
 conversions LLVM would call (the pipeline
-expands them in integer code: lowering/soft_float.py). Only ELF targets (Linux) are
+expands them in integer code: lowering/passes/soft_float.py). Only ELF targets (Linux) are
 handled: the link uses a GNU version script. Imports `dialect` and `lowering`.
 """
 
@@ -41,11 +41,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..dialect.element_types import PrimitiveType
 from ..dialect.errors import CompileError
-from ..dialect.shapes import PrimitiveType, Shape
-from ..lowering.boundary import result_leaf_shapes
-from ..lowering.custom import CUSTOM_CALLS_ATTR
-from ..lowering.rng import RNG_STATE_GLOBAL
+from ..dialect.shape import Shape
+from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
+from ..lowering.ops.rng import RNG_STATE_GLOBAL
+from ..lowering.patterns.boundary import result_leaf_shapes
+from ..lowering.pipeline import Pipeline
+from .lower import lower_mlir
 from .targets import HOST, PORTABLE, host_cpu, resolve
 
 #: The exporting machine's CPU ("host" is the same); `target_cpu` defaults to PORTABLE.
@@ -104,34 +107,18 @@ def c_identifier(name: str) -> str:
 
 
 _ASYNC_RUNTIME = "mlirAsyncRuntime"
-_ASYNC_PASS = re.compile(r"async-parallel-for(\{[^}]*\})?|async-to-async-runtime|"
-                         r"async-runtime-ref-counting-opt|async-runtime-ref-counting|convert-async-to-llvm")
-
-
-def _without_async(spec: Any) -> Any:
-    """A pass spec with the async passes taken out (scf.parallel then lowers to loops)."""
-    if not isinstance(spec, str):
-        return spec
-    text = re.sub(r",{2,}", ",", _ASYNC_PASS.sub("", spec))
-    text = re.sub(r"\(,", "(", re.sub(r",\)", ")", text)).strip(",")
-    return text or None
 
 
 def _lowered_again(exe: Any, cpu: str) -> str:
     """The library links libc (and libm) only, not MLIR's async runtime, which the JIT uses
     to run parallel loops on a thread pool; and its code is for `cpu`, whose matmul/conv
     tiles may differ from the JIT's: lower the program again for `cpu` with its parallel
-    loops sequential (the same pipeline without the async passes), without the JIT."""
-    from ..lowering.pipeline import Pipeline
-    from .compiler import lower_mlir
-
+    loops sequential (`Pipeline.sequential()`), without the JIT."""
     if "hlo" not in exe.stages:
         raise CompileError("export: the program must be lowered again (for another CPU, or without "
                            "the async runtime) and has no 'hlo' stage to start from", "export")
     pipeline = getattr(exe, "pipeline", None) or Pipeline.default()
-    sequential = Pipeline([(stage, [s for s in map(_without_async, pipeline.passes(stage)) if s])
-                           for stage in pipeline.stage_names])
-    text = list(lower_mlir(exe.stages["hlo"], sequential, cpu).values())[-1]
+    text = list(lower_mlir(exe.stages["hlo"], pipeline.sequential(), cpu).values())[-1]
     if _ASYNC_RUNTIME in text:
         raise CompileError("export: the program still calls the async runtime after its async "
                            "passes were removed from the pipeline", "export")
@@ -228,7 +215,7 @@ def export_executable(exe: Any, path: str | os.PathLike[str], *, target_cpu: str
 def _leaves(exe: Any) -> tuple[list[_Leaf], list[_Leaf]]:
     """The argument and result arrays in the entry point's order, with the layouts the
     compiled code assumes: a non-tuple parameter keeps its layout, leaves of a tuple
-    parameter are row-major (as `lowering.boundary.rewrite_entry` compiles them), and the
+    parameter are row-major (as `lowering.patterns.boundary.rewrite_entry` compiles them), and the
     results are `result_leaf_shapes` (a single array keeps its layout, tuples are flattened)."""
     args: list[_Leaf] = []
     for i, shape in enumerate(exe.parameter_shapes):
@@ -251,7 +238,7 @@ def _leaves(exe: Any) -> tuple[list[_Leaf], list[_Leaf]]:
 
 def _refuse_runtime_calls(undefined: set[str], llvm_text: str) -> None:
     """custom_call, infeed, outfeed, send and recv call functions the Python runtime binds at
-    JIT time (`lowering.custom`); a library without Python has nothing to bind them to."""
+    JIT time (`lowering.ops.custom`); a library without Python has nothing to bind them to."""
     symbols = sorted(s.removeprefix("_mlir_ciface_") for s in undefined if "xlamlir_custom_" in s)
     if not symbols:
         return
@@ -357,7 +344,7 @@ def _descriptor_struct(rank: int) -> str:
 # MLIR's CRunnerUtils `memrefCopy(elemSize, UnrankedMemRefType *src, *dst)`: a strided copy
 # between two memrefs of the same shape, needed when finalize-memref-to-llvm cannot prove
 # both sides contiguous. Written here so the library does not need libmlir_c_runner_utils.
-_MEMREF_COPY = r"""
+MEMREF_COPY = r"""
 typedef struct { int64_t rank; void *descriptor; } unranked_memref;
 typedef struct { char *allocated; char *aligned; int64_t offset; int64_t rest[]; } ranked_memref;
 
@@ -394,7 +381,7 @@ void memrefCopy(int64_t elem_size, unranked_memref *src_arg, unranked_memref *ds
 # f32/f64 -> bf16, which LLVM's code generator calls on CPUs without bf16 conversion
 # instructions (a fallback: the pipeline expands conversions in integer code, so none is
 # left normally). compiler-rt has them, but libgcc only from GCC 13 on. The rules of
-# lowering/soft_float.py: round to nearest even, subnormals kept, a NaN keeps its sign and
+# lowering/passes/soft_float.py: round to nearest even, subnormals kept, a NaN keeps its sign and
 # leading payload and becomes quiet; f64 goes through f32 first (as XLA and ml_dtypes).
 _BF16_HELPERS = frozenset({"__truncsfbf2", "__truncdfbf2"})
 _BF16_IR = """
@@ -438,9 +425,9 @@ def _wrapper_source(name: str, args: list[_Leaf], results: list[_Leaf], memref_c
         f"extern void _mlir_ciface_main({', '.join(['void *'] * len(leaves)) or 'void'});",
     ]
     if memref_copy:
-        lines.append(_MEMREF_COPY)
+        lines.append(MEMREF_COPY)
     if seeded:
-        # The state `lowering.rng` keeps: a 128-bit counter, low word first; seeding sets it
+        # The state `lowering.ops.rng` keeps: a 128-bit counter, low word first; seeding sets it
         # to (0, seed) as `set_rng_seed` does for the JIT, so both give the same numbers.
         lines += [
             "",

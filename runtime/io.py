@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..dialect.errors import XlaError
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 
 IO_TIMEOUT = 60.0
 

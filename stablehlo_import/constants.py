@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..dialect.shapes import PrimitiveType, Shape, dtype_of
+from ..dialect.element_types import PrimitiveType, dtype_of
+from ..dialect.shape import Shape
 from .types import Unsupported
 
 _FAST = {PrimitiveType.S8, PrimitiveType.S16, PrimitiveType.S32, PrimitiveType.S64,

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..builder import XlaBuilder, XlaOp
-from ..dialect.shapes import PrimitiveType, Shape, dtype_of
+from ..dialect.element_types import PrimitiveType, dtype_of
+from ..dialect.shape import Shape
 from .importer import OpContext
 from .ops_misc import KNOWN_TARGETS
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..builder import XlaBuilder, XlaComputation, XlaOp
 from ..dialect.errors import CompileError, ShapeError, XlaError
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from . import parsing
 from .types import Unsupported, shape_of
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..builder import XlaBuilder, XlaOp
-from ..dialect.shapes import PrimitiveType, dtype_of
+from ..dialect.element_types import PrimitiveType, dtype_of
 from .householder import _Kit, _loop
 from .importer import OpContext
 from .ops_misc import KNOWN_TARGETS

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from ..builder import XlaBuilder, XlaOp
-from ..dialect.shapes import PrimitiveType, Shape
+from ..dialect.element_types import PrimitiveType
+from ..dialect.shape import Shape
 from .importer import OpContext
 from .ops_misc import KNOWN_TARGETS
 from .types import Unsupported

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..builder import XlaOp
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from .constants import dense_array
 from .importer import OpContext, handles
 

@@ -7,9 +7,9 @@ from typing import Any
 from jaxlib.mlir.dialects import stablehlo as shlo
 
 from ..builder import XlaOp
+from ..dialect.element_types import PrimitiveType
 from ..dialect.ops_conv import ConvDimensionNumbers
 from ..dialect.ops_dot import DotDimensionNumbers
-from ..dialect.shapes import PrimitiveType
 from .importer import OpContext, handles
 from .types import Unsupported, element_type
 

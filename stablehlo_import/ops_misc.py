@@ -8,7 +8,7 @@ import numpy as np
 from jaxlib.mlir.dialects import stablehlo as shlo
 
 from ..builder import XlaOp
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from .importer import OpContext, handles
 from .types import Unsupported
 

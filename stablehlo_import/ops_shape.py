@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..builder import XlaOp
-from ..dialect.shapes import Shape
+from ..dialect.shape import Shape
 from .constants import dense_array
 from .importer import OpContext, _defining_op, handles
 from .types import Unsupported, shape_of

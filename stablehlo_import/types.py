@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dialect.shapes import PrimitiveType, Shape
+from ..dialect.element_types import PrimitiveType
+from ..dialect.shape import Shape
 
 ELEMENT_TYPES: dict[str, PrimitiveType] = {
     "i1": PrimitiveType.PRED,

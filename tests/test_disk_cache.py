@@ -228,7 +228,7 @@ def test_a_pipeline_with_a_user_python_pass_is_not_cached(cache: Path) -> None:
 
 
 def test_the_library_own_passes_are_keyed_by_name(cache: Path) -> None:
-    from xlamlir.lowering.fusion import duplicate_cheap_producers
+    from xlamlir.lowering.passes.fusion import duplicate_cheap_producers
 
     pipeline = xm.Pipeline.default().insert_after("fused", duplicate_cheap_producers)
     assert fresh(program(), pipeline=pipeline).compile_stats["disk_cache"] == "miss"

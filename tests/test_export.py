@@ -319,7 +319,7 @@ def test_random_numbers_follow_the_jit_stream(tmp_path: Path) -> None:
     assert built.returncode == 0, built.stderr
     out = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, timeout=60)
     # A fresh executable (the compile cache may hold a used one) seeded 0, then reseeded to 7.
-    from xlamlir.lowering.rng import set_rng_seed
+    from xlamlir.lowering.ops.rng import set_rng_seed
 
     set_rng_seed(exe._engine, 0)
     first, second = exe(), exe()

@@ -12,7 +12,7 @@ import pytest
 from test_vectorization import f32, softmax  # the same softmax the vectorization tests build
 
 import xlamlir as xm
-from xlamlir.lowering.fusion import duplicate_cheap_producers
+from xlamlir.lowering.passes.fusion import duplicate_cheap_producers
 
 F32 = xm.F32
 

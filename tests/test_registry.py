@@ -11,7 +11,7 @@ import pathlib
 import xlamlir as xm
 from xlamlir.dialect.irdl import dialect_irdl_text, new_context
 from xlamlir.dialect.registry import REGISTRY
-from xlamlir.lowering.framework import LOWERINGS, missing_lowerings
+from xlamlir.lowering.patterns.framework import LOWERINGS, missing_lowerings
 
 
 def test_every_op_has_a_lowering() -> None:
@@ -40,8 +40,8 @@ def test_generated_methods_show_their_signature_and_doc() -> None:
 
 def test_a_new_unary_op_gets_its_method_from_the_registry_alone() -> None:
     from xlamlir.builder.methods_generated import registry_methods
+    from xlamlir.dialect.element_types import PrimitiveType
     from xlamlir.dialect.ops_elementwise import unary
-    from xlamlir.dialect.shapes import PrimitiveType
 
     unary("test_only_op", frozenset({PrimitiveType.F32}), ("test_only",))
     try:

@@ -155,7 +155,7 @@ def seed(exe: xm.Executable, n: int) -> None:
     if hasattr(exe, "seed"):
         exe.seed(n)
     else:
-        from xlamlir.lowering.rng import set_rng_seed
+        from xlamlir.lowering.ops.rng import set_rng_seed
 
         set_rng_seed(exe._engine, n)
 

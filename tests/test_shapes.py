@@ -12,16 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from xlamlir.dialect.element_types import PrimitiveType, dtype_of, type_of
 from xlamlir.dialect.errors import ShapeError
-from xlamlir.dialect.shapes import (
-    Layout,
-    PrimitiveType,
-    Shape,
-    dtype_of,
-    shape_from_mlir_type_text,
-    to_mlir_type_text,
-    type_of,
-)
+from xlamlir.dialect.layout import Layout
+from xlamlir.dialect.mlir_types import shape_from_mlir_type_text, to_mlir_type_text
+from xlamlir.dialect.shape import Shape
 
 P = PrimitiveType
 ARRAY_TYPES = [t for t in PrimitiveType if t.is_array_type]

@@ -1,0 +1,825 @@
+"""Schedules for matmuls and convolutions: packing, tiling, vectorization, multi-core.
+
+The "tiled" stage (after "fused", on tensors) runs `schedule_contractions`. For
+each op it can make fast (f32, static shapes, large enough; see `_matmul_plan`
+and `_conv_plan`) it rewrites the op into a packed form in Python, then builds
+a transform-dialect script and applies it with the transform interpreter. The
+"tiled" stage shows the result; `last_script()` returns the script of the last
+compile, and `scheduler(Params(...))` makes a stage pass with other tile sizes
+(`Pipeline.replace("tiled", ...)`). Everything else is left to the later stages.
+
+Matmul C[M,N] = A[M,K] B[K,N] (`linalg.matmul`, or the linalg.generic that
+dot_general makes of transposed operands: A stored [K, M], B stored [N, K]):
+  1. B is packed into NR-wide column panels, Bp[N/NR, K, NR] (a `linalg.transpose`
+     of B viewed as [K, N/NR, NR] or [N/NR, NR, K]; every panel is then contiguous), and the product
+     becomes a linalg.generic over (n1, m, n0, k) writing C viewed as [M, N/NR, NR]
+     (an expand_shape: the same memory). A is read in place.
+  2. An elementwise consumer of the product (bias add, relu...) is rewritten in
+     the same [M, N/NR, NR] view and becomes the root: `tile_using_forall` splits
+     it by rows across the cores, the contraction and its zero fill are fused into
+     each thread's tile (`fuse_into_containing_op`), and the epilogue runs on that
+     thread's block of C while it is still in cache.
+  3. Cache tiling [NC panels, MC rows, KC] in the order (n1, k, m) (BLIS: a KC x NC
+     block of Bp stays in L2, each NR panel of it in L1 across the rows). When the
+     cores split the columns (N/NR panels divide evenly, or nearly: 31 = 16 + 15; KC
+     divides K), B is packed
+     a block at a time inside that loop nest (the transpose fused into the k-block
+     loop: each core packs only its panels, hot in L2 when used); else rows are split
+     and B is packed up front by its own parallel loop. Then
+     register tiling [1 panel, MR rows, 1 k]: the MR x NR accumulator tile is held
+     in MR * NR / lanes vector registers (6 x 16 f32 = 12 ymm with AVX2, 8 x 32 =
+     16 zmm with AVX-512; 16 / 32 registers in all).
+  4. The remainder row tile is peeled (`loop.peel`) so that every tile is static,
+     then vectorized: the k step is an outer product MR x NR, lowered to MR
+     broadcasts and `vector.fma`s; the accumulator's read/write are hoisted out of
+     the k loop (`hoist_loop_invariant_subsets`), so it stays in registers.
+  5. scf.forall becomes async tasks in the "loops" stage (async-parallel-for).
+When N is not a multiple of NR, the columns past the last whole panel are a second
+part, scheduled the same way with one panel of their own width (`_column_parts`: an
+MR x (N mod NR) register tile on shorter vectors; its packing a plain loop): each part
+reads its slice of B and of the epilogue's operands and writes its columns of C in
+place (extract_slice / insert_slice of the destination, no copy), so no zero padding
+is computed and no padded temporary copied back. Costs one more parallel loop.
+
+Convolution `linalg.conv_2d_nhwc_hwcf` (stride 1, no dilation: the lowering has
+padded the input already): split across cores by batch (or rows), tiled to one
+output row x OWR pixels x F-tile of NR channels x one kernel tap x one input
+channel, decomposed into 1-D convolutions (`transform.structured.decompose`) and
+vectorized: each step is again an outer product (OWR input pixels x F-tile kernel
+row), accumulated in registers over the 3 x 3 x C reduction. No im2col copy. The
+last F-tile (F mod NR channels) and the last OWR-pixel tile are peeled, so they are
+static too and vectorize on shorter vectors.
+
+The tiles: `Params.for_target(cpu)` (8 x 32 with AVX-512, 6 x 16 else; "host" reads
+/proc/cpuinfo, which is what the default pipeline uses, `PARAMS`). Any MR and NR work,
+for any N and F. Anything else (other types, dynamic or small shapes, batch matmuls,
+other conv layouts) keeps the generic path.
+Imports `dialect`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import astuple, dataclass, replace
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import arith, bufferization, linalg, tensor
+from mlir.dialects.transform import interpreter
+
+from ...dialect.errors import ArgumentError
+
+TAG = "xlamlir.schedule"  # marks the ops a script handles, by index
+ANY = "!transform.any_op"
+MIN_FLOPS = 2 * 64**3  # below this the packing and loop overheads are not worth it
+STRICT = False  # raise when a schedule fails instead of falling back (tests set it)
+
+_last_script: list[str] = [""]
+
+
+def last_script() -> str:
+    """The transform script the last compile applied (empty if none)."""
+    return _last_script[0]
+
+
+def _host_has_avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return " avx512f " in f" {line.strip()} "
+    except OSError:
+        pass
+    return False
+
+
+# LLVM's x86 CPU names (`llc -mcpu=help`, LLVM 21) by whether LLVM gives them 512-bit
+# registers (found by compiling a <16 x float> add for each and looking for zmm); "host"
+# reads /proc/cpuinfo instead. AMD's Zen 4 runs AVX-512 on 256-bit units, but a zmm
+# FMA still does the work of two ymm ones per instruction, so it takes the wide tile.
+AVX512_CPUS = tuple("""
+    x86-64-v4 skylake-avx512 skylake_avx512 skx cascadelake cooperlake cannonlake icelake-client
+    icelake_client icelake-server icelake_server tigerlake rocketlake sapphirerapids emeraldrapids
+    graniterapids graniterapids-d graniterapids_d diamondrapids novalake knl knm mic_avx512
+    znver4 znver5""".split())
+# The rest: AVX2/AVX (16-wide vectors in two ymm), and SSE-only ones (LLVM splits them
+# into four xmm: correct, not tuned).
+OTHER_CPUS = tuple("""
+    x86-64-v3 x86-64-v2 x86-64 generic haswell broadwell skylake alderlake raptorlake meteorlake
+    arrowlake arrowlake-s arrowlake_s lunarlake pantherlake wildcatlake gracemont sierraforest
+    grandridge clearwaterforest sandybridge ivybridge core-avx-i core-avx2 corei7-avx
+    core_2nd_gen_avx core_3rd_gen_avx core_4th_gen_avx core_4th_gen_avx_tsx core_5th_gen_avx
+    core_5th_gen_avx_tsx znver1 znver2 znver3 bdver1 bdver2 bdver3 bdver4 btver1 btver2
+    amdfam10 barcelona nehalem westmere corei7 core_i7_sse4_2 core_aes_pclmulqdq core2
+    core_2_duo_sse4_1 core_2_duo_ssse3 penryn nocona prescott yonah atom atom_sse4_2
+    atom_sse4_2_movbe bonnell silvermont slm goldmont goldmont-plus goldmont_plus tremont
+    k8 k8-sse3 opteron opteron-sse3 athlon64 athlon64-sse3 athlon-fx""".split())
+
+
+@dataclass
+class Params:
+    """Tile sizes. `mr` x `nr` is the register tile (nr = two vector registers); any
+    nr works (N and F need not be multiples of it: the rest is a narrower panel)."""
+
+    threads: int
+    mr: int
+    nr: int
+    mc: int = 64  # rows of A per cache block
+    nc: int = 16  # Bp panels per cache block (16 x 16 floats = 256 columns)
+    kc: int = 256  # depth of a cache block
+
+    @classmethod
+    def for_target(cls, target_cpu: str = "host") -> Params:
+        """The tiles for an LLVM CPU name: 8 x 32 (16 zmm accumulators) where it has
+        AVX-512 (`AVX512_CPUS`), else 6 x 16 (12 ymm with AVX2; `OTHER_CPUS`). "host"
+        (or "native") reads /proc/cpuinfo. Threads: the cores this process may run on.
+        A name in neither list raises ArgumentError (naming the known ones)."""
+        threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        name = target_cpu.strip().lower() if isinstance(target_cpu, str) else target_cpu
+        if name in ("host", "native"):
+            wide = _host_has_avx512()
+        elif name in AVX512_CPUS or name in OTHER_CPUS:
+            wide = name in AVX512_CPUS
+        else:
+            raise ArgumentError(f"unknown target_cpu {target_cpu!r}; known: host, native, "
+                                + ", ".join(AVX512_CPUS + OTHER_CPUS))
+        if wide:
+            return cls(threads=threads, mr=8, nr=32)  # 16 zmm accumulators of 32
+        return cls(threads=threads, mr=6, nr=16)  # 12 ymm accumulators of 16
+
+    @classmethod
+    def for_host(cls) -> Params:
+        return cls.for_target("host")
+
+
+PARAMS = Params.for_host()
+
+
+def _static_f32(value: ir.Value) -> bool:
+    t = value.type
+    return (isinstance(t, ir.RankedTensorType) and t.has_static_shape
+            and isinstance(t.element_type, ir.F32Type))
+
+
+def _shape(value: ir.Value) -> list[int]:
+    return list(ir.RankedTensorType(value.type).shape)
+
+
+def _i64(value: int) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+def _result(built: Any) -> ir.Value:
+    return built if isinstance(built, ir.Value) else built.results[0]
+
+
+def _divisor_at_most(n: int, limit: int) -> int:
+    for d in range(min(n, limit), 0, -1):
+        if n % d == 0:
+            return d
+    return 1
+
+
+def _thread_split(extent: int, threads: int, minimum: int) -> int:
+    """How many threads share `extent` rows: a divisor count, each part >= minimum."""
+    for t in range(threads, 1, -1):
+        if extent % t == 0 and extent // t >= minimum:
+            return t
+    return 1
+
+
+# -- matmul ------------------------------------------------------------------------------------------
+
+def _single_use(value: ir.Value) -> Any | None:
+    uses = list(value.uses)
+    return uses[0].owner if len(uses) == 1 else None
+
+
+def _epilogue(mm: Any) -> Any | None:
+    """The elementwise consumer to fuse: a parallel 2-D generic with identity output map,
+    inputs read through projected permutations, no linalg.index, sole user of mm."""
+    ep = _single_use(mm.results[0])
+    if ep is None or ep.name != "linalg.generic" or len(ep.results) != 1:
+        return None
+    ep = ep.opview if hasattr(ep, "opview") else ep
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(ep.attributes["indexing_maps"])]
+    if not all("parallel" in str(a) for a in ir.ArrayAttr(ep.attributes["iterator_types"])):
+        return None
+    # Same type: the epilogue updates the product in place (a convert to f16 does not).
+    if ep.results[0].type != mm.results[0].type or maps[-1] != ir.AffineMap.get_identity(2):
+        return None
+    for m in maps:
+        if m.n_dims != 2 or not m.is_projected_permutation or \
+                any(str(r) not in ("d0", "d1") for r in m.results) or \
+                [str(r) for r in m.results] not in ([], ["d0"], ["d1"], ["d0", "d1"]):
+            return None
+    found = []
+    ep.operation.walk(lambda o: (found.append(o) if o.name == "linalg.index" else None,
+                                 ir.WalkResult.ADVANCE)[1])
+    if found:
+        return None
+    # The product must be an input read in place (identity), not the init.
+    n_in = len(ep.operands) - 1
+    if not any(ep.operands[i] == mm.results[0] and maps[i] == ir.AffineMap.get_identity(2)
+               for i in range(n_in)):
+        return None
+    return ep
+
+
+def _maps(op: Any) -> list[str]:
+    return [str(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+_A_MAPS = {"(d0, d1, d2) -> (d0, d2)": False, "(d0, d1, d2) -> (d2, d0)": True}
+_B_MAPS = {"(d0, d1, d2) -> (d2, d1)": False, "(d0, d1, d2) -> (d1, d2)": True}
+
+
+def _matmul_layout(op: Any) -> tuple[bool, bool] | None:
+    """(A transposed, B transposed) of C[m, n] += A[m, k] B[k, n] with A stored [m, k] or
+    [k, m] and B [k, n] or [n, k]: linalg.matmul, or the generic dot_general lowers
+    transposed operands to (lowering/ops/dot.py); None for anything else."""
+    if op.name == "linalg.matmul":
+        return None if "indexing_maps" in op.attributes else (False, False)
+    if op.name != "linalg.generic" or len(op.operands) != 3 or len(op.results) != 1:
+        return None
+    if [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])] != [
+            "#linalg.iterator_type<parallel>"] * 2 + ["#linalg.iterator_type<reduction>"]:
+        return None
+    maps = _maps(op)
+    if maps[2] != "(d0, d1, d2) -> (d0, d1)" or maps[0] not in _A_MAPS or maps[1] not in _B_MAPS:
+        return None
+    body = list(op.regions[0].blocks[0].operations)
+    args = list(op.regions[0].blocks[0].arguments)
+    if [o.name for o in body] != ["arith.mulf", "arith.addf", "linalg.yield"]:
+        return None
+    mul, add = body[0], body[1]
+    if {mul.operands[0], mul.operands[1]} != {args[0], args[1]} or \
+            {add.operands[0], add.operands[1]} != {args[2], mul.results[0]}:
+        return None
+    return _A_MAPS[maps[0]], _B_MAPS[maps[1]]
+
+
+def _matmul_plan(mm: Any, p: Params) -> tuple[int, int, int] | None:
+    layout = _matmul_layout(mm)
+    if layout is None or not all(_static_f32(v) for v in mm.operands):
+        return None
+    fill = mm.operands[2].owner
+    if isinstance(fill, ir.Block) or fill.name != "linalg.fill":
+        return None
+    m, n = _shape(mm.operands[2])
+    k = _shape(mm.operands[0])[0 if layout[0] else 1]
+    if 2 * m * n * k < MIN_FLOPS or min(m, n, k) == 0:
+        return None
+    return m, n, k
+
+
+def _expand_n(value: ir.Value, dims: list[int], at: int, nr: int) -> ir.Value:
+    """`value` with dimension `at` (an N of size n) split into [n / nr, nr] (a view)."""
+    new = dims[:at] + [dims[at] // nr, nr] + dims[at + 1:]
+    reassociation = [[i] for i in range(at)] + [[at, at + 1]] + [[i + 1] for i in range(at + 1, len(dims))]
+    element = ir.RankedTensorType(value.type).element_type
+    return tensor.expand_shape(ir.RankedTensorType.get(new, element), value, reassociation, [], new)
+
+
+def _column_parts(n: int, nr: int) -> list[tuple[int, int, int]]:
+    """(first column, columns, panel width) of each part of an N-wide product: the whole
+    nr-wide panels, then the rest as one narrower panel (its register tile is MR x rest:
+    the same code, on shorter vectors)."""
+    main = n - n % nr
+    return ([(0, main, nr)] if main else []) + ([(main, n - main, n - main)] if n % nr else [])
+
+
+def _slice(value: ir.Value, at: int, start: int, size: int) -> ir.Value:
+    """`value[..., start:start + size, ...]` along dimension `at` (itself if that is all of it)."""
+    dims = _shape(value)
+    if start == 0 and size == dims[at]:
+        return value
+    sizes = dims[:at] + [size] + dims[at + 1:]
+    offsets = [start if i == at else 0 for i in range(len(dims))]
+    result = ir.RankedTensorType.get(sizes, ir.RankedTensorType(value.type).element_type)
+    return tensor.extract_slice(result, value, [], [], [], offsets, sizes, [1] * len(dims))
+
+
+def _insert_columns(part: ir.Value, dest: ir.Value, start: int) -> ir.Value:
+    sizes = _shape(part)
+    return tensor.insert_slice(part, dest, [], [], [], [0, start], sizes, [1, 1])
+
+
+def _rewrite_epilogue(ep: Any, product: ir.Value, product3: ir.Value, start: int, nr: int,
+                      index: int) -> Any:
+    """The 2-D elementwise `ep` (consumed: the caller passes a copy per part) as a 3-D
+    generic over (m, n1, n0) on the [M, columns / nr, nr] views of the part of its
+    operands from column `start` on, that updates the product in place (its init; the
+    product is no input)."""
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(ep.attributes["indexing_maps"])]
+    columns = _shape(product3)[1] * nr
+    n_in = len(ep.operands) - 1
+    d0, d1, d2 = (ir.AffineDimExpr.get(i) for i in range(3))
+    inputs, new_maps, kept = [], [], []
+    for i in range(n_in):
+        operand, results = ep.operands[i], [str(r) for r in maps[i].results]
+        if operand == product and results == ["d0", "d1"]:
+            continue
+        kept.append(i)
+        if "d1" in results:
+            at = results.index("d1")
+            inputs.append(_expand_n(_slice(operand, at, start, columns), _shape(operand)[:at] + [columns]
+                                    + _shape(operand)[at + 1:], at, nr))
+        else:
+            inputs.append(operand)
+        exprs = []
+        for r in results:
+            exprs += [d0] if r == "d0" else [d1, d2]
+        new_maps.append(ir.AffineMap.get(3, 0, exprs))
+    new_maps.append(ir.AffineMap.get(3, 0, [d0, d1, d2]))
+    op = linalg.GenericOp_(inputs, [product3], new_maps, ["parallel"] * 3)
+    old_block, new_block = ep.regions[0].blocks[0], op.regions[0].blocks[0]
+    new_args = list(new_block.arguments)
+    for i, old in enumerate(old_block.arguments):
+        if i in kept:
+            old.replace_all_uses_with(new_args[kept.index(i)])
+        else:  # the product, or the (unread) output element: the element being updated
+            old.replace_all_uses_with(new_args[-1])
+    for inner in list(old_block.operations):
+        new_block.append(inner)
+    op.operation.attributes[TAG + ".epilogue"] = _i64(index)
+    ep.erase()
+    return op
+
+
+def _pack_matmul(mm: Any, first: int, p: Params) -> list[tuple[int, int, int, bool]]:
+    """Steps 1 and 2's rewrite of the module docstring, once per column part
+    (`_column_parts`): (script index, columns, panel width, epilogue fused) of each part, numbered
+    from `first`. The parts are extracted from and inserted back into the destination,
+    so they are computed in place."""
+    a, b, init = mm.operands[0], mm.operands[1], mm.operands[2]
+    a_transposed, b_transposed = _matmul_layout(mm) or (False, False)
+    fill = init.owner
+    m, n = _shape(init)
+    k = _shape(a)[0 if a_transposed else 1]
+    f32 = ir.F32Type.get()
+    ep = _epilogue(mm)
+    parts = _column_parts(n, p.nr)
+    done: list[tuple[int, int, int, bool]] = []
+    with ir.InsertionPoint(ep if ep is not None else mm), mm.location:
+        # The product is computed in its consumer's destination (in place: the epilogue
+        # reads each element once, where it writes it), else in the fill's.
+        dest = ep.operands[len(ep.operands) - 1] if ep is not None else fill.operands[1]
+        if len(parts) > 1 and not isinstance(dest.owner, ir.Block) and dest.owner.name == "tensor.empty":
+            # Our own, used by the parts only: `_write_into_outputs` may make it the output.
+            dest = tensor.EmptyOp([m, n], f32).result
+            dest.owner.attributes[TAG + ".dest"] = _i64(first)
+        for index, (start, columns, nr) in enumerate(parts, first):
+            if b_transposed:  # B stored [n, k]: [n1, nr, k] -> [n1, k, nr]
+                b3, permutation = _expand_n(_slice(b, 0, start, columns), [columns, k], 0, nr), [0, 2, 1]
+            else:  # B stored [k, n]: [k, n1, nr] -> [n1, k, nr]
+                b3, permutation = _expand_n(_slice(b, 1, start, columns), [k, columns], 1, nr), [1, 0, 2]
+            bp = _result(linalg.transpose(b3, outs=[tensor.EmptyOp([columns // nr, k, nr], f32).result],
+                                          permutation=permutation))
+            bp.owner.attributes[TAG + ".pack"] = _i64(index)
+            c3 = _result(linalg.fill(fill.operands[0], outs=[
+                _expand_n(_slice(dest, 1, start, columns), [m, columns], 1, nr)]))
+            d = [ir.AffineDimExpr.get(i) for i in range(4)]
+            # Loops (n1, m, n0, k): the unit n1 tile leads, so a register tile's vector
+            # contraction drops it and lowers to outer products (MR broadcasts + fmas).
+            a_map = [d[3], d[1]] if a_transposed else [d[1], d[3]]
+            maps = [ir.AffineMap.get(4, 0, a_map), ir.AffineMap.get(4, 0, [d[0], d[3], d[2]]),
+                    ir.AffineMap.get(4, 0, [d[1], d[0], d[2]])]
+            op = linalg.GenericOp_([a, bp], [c3], maps, ["parallel"] * 3 + ["reduction"])
+            with ir.InsertionPoint(op.regions[0].blocks[0]):
+                x, y, acc = op.regions[0].blocks[0].arguments
+                linalg.YieldOp([arith.addf(acc, arith.mulf(x, y))])
+            op.operation.attributes[TAG] = _i64(index)
+            part = op.results[0]
+            if ep is not None:
+                copy = ep.operation.clone()
+                part = _rewrite_epilogue(copy, mm.results[0], part, start, nr, index).results[0]
+            part = tensor.collapse_shape(ir.RankedTensorType.get([m, columns], f32), part, [[0], [1, 2]])
+            dest = part if len(parts) == 1 else _insert_columns(part, dest, start)
+            done.append((index, columns, nr, ep is not None))
+    (ep if ep is not None else mm).results[0].replace_all_uses_with(dest)
+    if ep is not None:
+        ep.erase()
+    mm.erase()
+    if not list(fill.results[0].uses):
+        fill.erase()
+    return done
+
+
+# Script lines. Each helper returns one transform op; handles are named by the caller.
+
+def _match(out: str, op: str, attr: str, i: int, within: str = "%root") -> str:
+    return (f'{out} = transform.structured.match ops{{["{op}"]}} attributes {{{attr} = {i} : i64}} '
+            f"in {within} : ({ANY}) -> {ANY}")
+
+
+def _tile_for(out: str, loops: str, target: str, sizes: list[int],
+              interchange: list[int] | None = None) -> str:
+    n = sum(1 for size in sizes if size)
+    inter = f" interchange = {interchange}" if interchange else ""
+    return (f"{out}, {loops}:{n} = transform.structured.tile_using_for {target} tile_sizes {sizes}{inter}"
+            f" : ({ANY}) -> ({', '.join([ANY] * (n + 1))})")
+
+
+def _tile_forall(out: str, forall: str, target: str, how: str) -> str:
+    return (f"{out}, {forall} = transform.structured.tile_using_forall {target} {how}"
+            f" : ({ANY}) -> ({ANY}, {ANY})")
+
+
+def _fuse(out: str, forall: str, producer: str, into: str) -> str:
+    return (f"{out}, {forall} = transform.structured.fuse_into_containing_op {producer} into {into}"
+            f" : ({ANY}, {ANY}) -> ({ANY}, {ANY})")
+
+
+def _peel(loop: str, name: str) -> str:
+    """Peel the partial last iteration of `loop` (a handle): the full tiles get static
+    sizes and the remainder tile too (the enclosing tile is static)."""
+    return "\n".join([
+        f'%{name} = transform.cast {loop} : {ANY} to !transform.op<"scf.for">',
+        f"%{name}_main, %{name}_rest = transform.loop.peel %{name}"
+        f' : (!transform.op<"scf.for">) -> ({ANY}, {ANY})'])
+
+
+_CANONICALIZE_LOOPS = """transform.apply_patterns to {h} {{
+      transform.apply_patterns.scf.for_loop_canonicalization
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op"""
+
+
+def _lines(*lines: str) -> str:
+    return "".join(f"\n    {line}" for line in lines if line)
+
+
+def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: bool) -> str:
+    m, n, k = shape
+    t_m, t_n1 = m, n // p.nr
+    # Cores take column panels when they divide (nearly) evenly: each then packs just its
+    # own panels, a cache block at a time, right where the block is used (hot in L2), with
+    # no second parallel loop. Else rows, with B packed by its own parallel loop first
+    # (measured at N = 992, 31 panels: 25-40% more CPU time than the column split).
+    threads = _thread_split(t_n1, p.threads, 1)
+    per_core = t_n1 // threads
+    if threads == 1 and 8 * (-t_n1 % p.threads) <= t_n1:
+        # Nearly even: the last core takes fewer panels (31 = 16 + 15), waiting < 1/8.
+        threads, per_core = p.threads, -(-t_n1 // p.threads)
+    # Packing per block needs whole KC blocks (static shapes): KC dividing K.
+    kc = _divisor_at_most(k, p.kc)
+    fused_pack = (threads > 1 or p.threads == 1) and (kc == k or kc >= p.kc // 4)
+    if not fused_pack:
+        kc = p.kc
+    if fused_pack:
+        t_n1 = per_core
+    else:
+        threads = _thread_split(m, p.threads, 2 * p.mr)
+        t_m //= threads
+    mc = _divisor_at_most(t_m, p.mc)
+    if mc < 4 * p.mr:  # no useful divisor: one row block, the register loop is peeled
+        mc = t_m
+    # Rows of B copied per vector step of the packing: whole tiles in every KC block.
+    k_pack = _divisor_at_most(kc if fused_pack else k, 8)
+    if epilogue:  # the epilogue is the root; the product and its fill are fused into it
+        root = [
+            _match(f"%ep{i}", "linalg.generic", f"{TAG}.epilogue", i),
+            _tile_forall(f"%ept{i}", f"%forall{i}a", f"%ep{i}", f"tile_sizes [{t_m}, {t_n1}, 0]"),
+            _fuse(f"%t0_{i}", f"%forall{i}b", f"%g{i}", f"%forall{i}a"),
+            _fuse(f"%f0_{i}", f"%forall{i}", f"%fill{i}", f"%forall{i}b"),
+            _tile_for(f"%ept2_{i}", f"%epl{i}", f"%ept{i}", [1, 1, 0]),
+        ]
+    else:
+        root = [
+            _tile_forall(f"%t0_{i}", f"%forall{i}a", f"%g{i}", f"tile_sizes [{t_n1}, {t_m}, 0, 0]"),
+            _fuse(f"%f0_{i}", f"%forall{i}", f"%fill{i}", f"%forall{i}a"),
+        ]
+    return _lines(
+        f"// matmul {i}: {m}x{k} @ {k}x{n}, {threads} threads of {t_m} rows x {t_n1} panels, cache blocks "
+        f"[{p.nc}x{p.nr} columns, {mc} rows, {kc} deep], registers {p.mr}x{p.nr}"
+        + (", fused epilogue" if epilogue else ""),
+        _match(f"%g{i}", "linalg.generic", TAG, i),
+        f"%fill{i} = transform.get_producer_of_operand %g{i}[2] : ({ANY}) -> {ANY}",
+        _match(f"%pk{i}", "linalg.transpose", f"{TAG}.pack", i),
+        *([] if fused_pack else [
+            # Packing B: parallel over panels (when there are enough: a single narrow
+            # remainder panel is not worth a parallel loop), vectorized k_pack rows x one
+            # panel at a time.
+            _tile_forall(f"%pkt{i}", f"%pkf{i}", f"%pk{i}", f"num_threads [{p.threads}, 0, 0]")
+            if n // p.nr >= p.threads else "",
+            _tile_for(f"%pkt2_{i}", f"%pkl{i}", f"%pkt{i}" if n // p.nr >= p.threads else f"%pk{i}",
+                      [1, k_pack, 0]),
+            f"transform.structured.vectorize %pkt2_{i} vector_sizes [1, {k_pack}, {p.nr}] : {ANY}"]),
+        *root,
+        # Loops (n1, m, n0, k): cache blocks in the order (n1, k, m), then register tiles.
+        _tile_for(f"%t1_{i}", f"%l1_{i}", f"%t0_{i}", [p.nc, mc, 0, kc], [0, 3, 1, 2]),
+        *([  # each core packs the [NC panels, KC] block of Bp the (n1, k) loops are at
+            _fuse(f"%pkt{i}", f"%forall{i}p", f"%pk{i}", f"%forall{i}"),
+            # The block's slice of Bp out of the row loop, so its packing lands before it.
+            f"transform.apply_licm to %l1_{i}#2 : {ANY}",
+            _fuse(f"%pkt1_{i}", f"%kblock{i}", f"%pkt{i}", f"%l1_{i}#1"),
+            _tile_for(f"%pkt2_{i}", f"%pkl{i}", f"%pkt1_{i}", [1, k_pack, 0]),
+            f"transform.structured.vectorize %pkt2_{i} vector_sizes [1, {k_pack}, {p.nr}] : {ANY}",
+        ] if fused_pack else []),
+        _tile_for(f"%t2_{i}", f"%l2_{i}", f"%t1_{i}", [1, p.mr, 0, 1]),
+        _tile_for(f"%f1_{i}", f"%lf{i}", f"%f0_{i}", [1, 1, 0]),
+        _peel(f"%l2_{i}#1", f"m{i}") if mc % p.mr else "",
+        _CANONICALIZE_LOOPS.format(h=f"%forall{i}"),
+        _match(f"%tiles{i}", "linalg.generic", TAG, i, f"%forall{i}"),
+        f"transform.structured.vectorize %tiles{i} : {ANY}",
+        f"transform.structured.vectorize %f1_{i} : {ANY}",
+        f"transform.structured.vectorize %ept2_{i} : {ANY}" if epilogue else "",
+        _LOWER_VECTORS.format(h=f"%forall{i}", i=i),
+    )
+
+
+# After vectorization: multi_reduction(mul) -> contract, then contract -> outer products ->
+# fma, transfers with their permutations folded, and the accumulators hoisted out of the
+# reduction loops where the tensor form allows (the rest after bufferization:
+# `hoist_accumulators`).
+_LOWER_VECTORS = """    transform.apply_patterns to {h} {{
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.vector.transfer_permutation_patterns
+    }} : !transform.any_op
+    transform.apply_patterns to {h} {{
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+    }} : !transform.any_op
+    transform.apply_patterns to {h} {{
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    transform.apply_patterns to {h} {{
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %loops{i} = transform.structured.match ops{{["scf.for"]}} in {h}
+      : (!transform.any_op) -> !transform.any_op
+    transform.apply_licm to %loops{i} : !transform.any_op
+    transform.loop.hoist_loop_invariant_subsets %loops{i} : !transform.any_op
+    transform.loop.hoist_loop_invariant_subsets %loops{i} : !transform.any_op
+    transform.loop.hoist_loop_invariant_subsets %loops{i} : !transform.any_op"""
+
+
+# -- convolution ------------------------------------------------------------------------------------
+
+def _attr_ints(op: Any, name: str) -> list[int]:
+    if name not in op.attributes:
+        return [1, 1]
+    return [int(x) for x in ir.DenseIntElementsAttr(op.attributes[name])]
+
+
+def _conv_plan(conv: Any, p: Params) -> tuple[int, ...] | None:
+    """(N, OH, OW, F, KH, KW, C) of a conv_2d_nhwc_hwcf the schedule handles, else None."""
+    if conv.name != "linalg.conv_2d_nhwc_hwcf" or not all(_static_f32(v) for v in conv.operands):
+        return None
+    if _attr_ints(conv, "strides") != [1, 1] or _attr_ints(conv, "dilations") != [1, 1]:
+        return None
+    fill = conv.operands[2].owner
+    if isinstance(fill, ir.Block) or fill.name != "linalg.fill":
+        return None
+    n, oh, ow, f = _shape(conv.operands[2])
+    kh, kw, c, _ = _shape(conv.operands[1])
+    if 2 * n * oh * ow * f * kh * kw * c < MIN_FLOPS or min(n, oh, ow, c) == 0:
+        return None
+    return n, oh, ow, f, kh, kw, c
+
+
+def _zero_splat(value: ir.Value) -> bool:
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != "arith.constant":
+        return False
+    text = str(owner.attributes["value"])
+    return text.startswith("dense<0.000000e+00>")
+
+
+def _prepare_padding(conv: Any, index: int) -> bool:
+    """The padded input `insert_slice x into dense<0>` (lowering/ops/convolution.py) as an insert into a
+    linalg.fill: the script vectorizes the fill and makes the insert a copy (bufferized, the
+    constant would be a copy of a zero global and the insert a strided element copy)."""
+    ins = conv.operands[0].owner
+    if isinstance(ins, ir.Block) or ins.name != "tensor.insert_slice" or not _zero_splat(ins.operands[1]):
+        return False
+    strides = ir.DenseI64ArrayAttr(ins.attributes["static_strides"])
+    if len(ins.operands) != 2 or any(int(x) != 1 for x in strides):
+        return False  # dynamic offsets or strided (lhs dilation): leave it
+    dest = ins.operands[1]
+    with ir.InsertionPoint(ins), ins.location:
+        zero = arith.constant(ir.F32Type.get(), 0.0)
+        fill = _result(linalg.fill(zero, outs=[tensor.EmptyOp(_shape(dest), ir.F32Type.get()).result]))
+    ins.operands[1] = fill
+    fill.owner.attributes[TAG + ".padfill"] = _i64(index)
+    ins.attributes[TAG + ".pad"] = _i64(index)
+    return True
+
+
+def _padding_script(i: int) -> str:
+    """Fill of the padded input, one pixel's channels per vector step, and the interior
+    as a linalg.copy (the affine path copies it after bufferization). Not split across
+    cores: measured, the split saved nothing at run time and each parallel loop costs
+    ~40 ms of compile time (async coroutines in LLVM)."""
+    return _lines(
+        _match(f"%pf{i}", "linalg.fill", f"{TAG}.padfill", i),
+        _tile_for(f"%pft2_{i}", f"%pfl{i}", f"%pf{i}", [1, 1, 1, 0]),
+        f"transform.structured.vectorize %pft2_{i} : {ANY}",
+        _match(f"%pi{i}", "tensor.insert_slice", f"{TAG}.pad", i),
+        f"%pc{i} = transform.structured.insert_slice_to_copy %pi{i} : ({ANY}) -> {ANY}",
+    )
+
+
+def _conv_script(i: int, p: Params, shape: tuple[int, ...]) -> str:
+    n, oh, ow, f, kh, kw, c = shape
+    threads = _thread_split(n, p.threads, 1)
+    split = [n // threads, 0, 0, 0, 0, 0, 0]
+    if threads == 1:
+        threads = _thread_split(oh, p.threads, 2)
+        split = [0, oh // threads, 0, 0, 0, 0, 0]
+    owr = min(p.mr, ow)
+    fr = min(p.nr, f)  # channels per register tile; the rest of F is a peeled narrower tile
+    return _lines(
+        f"// conv {i}: NHWC {n}x{oh}x{ow} -> {f} channels, kernel {kh}x{kw}x{c}, {threads} threads, "
+        f"registers {owr} pixels x {fr} channels",
+        _match(f"%cv{i}", "linalg.conv_2d_nhwc_hwcf", TAG, i),
+        f"%cfill{i} = transform.get_producer_of_operand %cv{i}[2] : ({ANY}) -> {ANY}",
+        _tile_forall(f"%ct0_{i}", f"%forall{i}a", f"%cv{i}", f"tile_sizes {split}"),
+        _fuse(f"%cf0_{i}", f"%forall{i}", f"%cfill{i}", f"%forall{i}a"),
+        # Loops (n, oh, ow, f, kh, kw, c) in the order n, oh, f, ow, kh, kw, c: one output row
+        # and channel panel, owr pixels, reduced over the window and input channels.
+        _tile_for(f"%ct1_{i}", f"%cl{i}", f"%ct0_{i}", [1, 1, owr, fr, 1, 1, 1], [0, 1, 3, 2, 4, 5, 6]),
+        _tile_for(f"%cf1_{i}", f"%cfl{i}", f"%cf0_{i}", [1, 1, 1, fr]),
+        # Inner loop first: peeling the channel loop copies it (and invalidates its handle).
+        _peel(f"%cl{i}#3", f"ow{i}") if ow % owr else "",
+        _peel(f"%cl{i}#2", f"f{i}") if f % fr else "",
+        _peel(f"%cfl{i}#3", f"ff{i}") if f % fr else "",
+        _CANONICALIZE_LOOPS.format(h=f"%forall{i}"),
+        _match(f"%convs{i}", "linalg.conv_2d_nhwc_hwcf", TAG, i, f"%forall{i}"),
+        # Unit output row and kernel row: a 1-D convolution, which the vectorizer handles.
+        f"%conv1d{i} = transform.structured.decompose %convs{i} : ({ANY}) -> {ANY}",
+        f"transform.structured.vectorize %conv1d{i} : {ANY}",
+        # The fill's tiles matched again: peeling invalidated the handle to them.
+        f'%cfills{i} = transform.structured.match ops{{["linalg.fill"]}} in %forall{i} : ({ANY}) -> {ANY}',
+        f"transform.structured.vectorize %cfills{i} : {ANY}",
+        _LOWER_VECTORS.format(h=f"%forall{i}", i=i),
+    )
+
+
+# -- driver -----------------------------------------------------------------------------------------
+
+_HEADER = """module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {"""
+# Canonicalized at the end: the ops the fusions left dead (a fill fused into a forall
+# stays outside too) would make one-shot-bufferize copy; so a stage of the scheduler
+# alone (`Pipeline.replace("tiled", scheduler(...))`) bufferizes as well as the default.
+_FOOTER = """
+    transform.apply_patterns to %root {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.yield
+  }
+}
+"""
+
+
+def _write_into_outputs(func: Any) -> None:
+    """Let results computed through reshapes write the output buffers directly.
+
+    `eliminate-empty-tensors` follows only same-typed values, so an output reached
+    through the packed layout's expand/collapse_shape would be computed in a temporary
+    and copied. Here the tensor.empty at the start of such a chain becomes the output
+    buffer itself (`to_tensor restrict writable`, what the pass would have made of it)."""
+
+    def visit(inner: Any) -> ir.WalkResult:
+        if inner.name != "bufferization.materialize_in_destination":
+            return ir.WalkResult.ADVANCE
+        source, dest = inner.operands[0], inner.operands[1]
+        if not isinstance(dest.type, ir.MemRefType):
+            return ir.WalkResult.ADVANCE
+        value, reshaped = source, False
+        for _ in range(16):
+            owner = value.owner
+            if isinstance(owner, ir.Block):
+                break
+            if owner.name in ("tensor.expand_shape", "tensor.collapse_shape"):
+                value, reshaped = owner.operands[0], True
+            elif owner.name == "tensor.insert_slice":  # the column parts, inserted in turn
+                value, reshaped = owner.operands[1], True
+            elif owner.name in ("linalg.generic", "linalg.fill"):
+                value = owner.operands[len(owner.operands) - len(owner.results) + value.result_number]
+            elif owner.name == "tensor.empty":
+                ours = TAG + ".dest" in owner.attributes  # used by the column parts only
+                if reshaped and value.type == source.type and (len(list(value.uses)) == 1 or ours):
+                    with ir.InsertionPoint(owner), owner.location:
+                        out = bufferization.to_tensor(value.type, dest, restrict=True, writable=True)
+                    value.replace_all_uses_with(out)
+                    owner.erase()
+                break
+            else:
+                break
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
+
+
+def _candidates(op: Any, p: Params) -> list[tuple[Any, tuple[int, ...]]]:
+    found: list[tuple[Any, tuple[int, ...]]] = []
+
+    def visit(inner: Any) -> ir.WalkResult:
+        plan = _matmul_plan(inner, p) if inner.name in ("linalg.matmul", "linalg.generic") else \
+            _conv_plan(inner, p) if inner.name == "linalg.conv_2d_nhwc_hwcf" else None
+        if plan is not None:
+            found.append((inner, plan))
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return found
+
+
+def schedule_contractions(op: Any, pass_: Any) -> None:
+    """The "tiled" stage: pack, tile, fuse, vectorize and parallelize the matmuls and
+    convolutions that qualify (module docstring), with one transform script."""
+    _schedule(op, PARAMS)
+
+
+_schedulers: dict[tuple[int, ...], Callable[[Any, Any], None]] = {}
+
+
+def scheduler(params: Params) -> Callable[[Any, Any], None]:
+    """A "tiled" stage pass with other tile sizes or thread counts, e.g.
+    `Pipeline.default().replace("tiled", scheduler(Params.for_target("znver4")))` or
+    `scheduler(Params(threads=1, mr=4, nr=16))`. Equal Params give the same pass (kept
+    for good): the compile cache knows Python passes by id(), which a dropped pass's
+    successor could otherwise reuse, hitting executables tiled for other Params."""
+    key = astuple(params)
+    if key not in _schedulers:
+        fixed = replace(params)  # later changes to `params` do not reach the pass
+
+        def schedule_contractions_with(op: Any, pass_: Any) -> None:
+            _schedule(op, fixed)
+
+        _schedulers[key] = schedule_contractions_with
+    return _schedulers[key]
+
+
+def _schedule(op: Any, p: Params) -> None:
+    found = _candidates(op, p)
+    _last_script[0] = ""
+    if not found:
+        return
+    parts: list[str] = []
+    backup = op.clone()
+    try:
+        _apply(op, found, p, parts)
+    except Exception as e:  # noqa: BLE001 - MLIRError / ValueError from the interpreter
+        if STRICT:
+            raise
+        # A schedule that fails leaves a half-transformed module: restore the original
+        # and let the generic path compile it (correct, slower).
+        _last_script[0] += f"\n// failed, not applied: {e}\n"
+        block = op.regions[0].blocks[0]
+        for inner in list(block.operations):
+            inner.erase()
+        for inner in list(backup.regions[0].blocks[0].operations):
+            block.append(inner)
+    finally:
+        backup.erase()
+
+
+def _part_params(p: Params, nr: int, columns: int, n: int) -> Params:
+    """The Params of a part of the columns (`_column_parts`). A narrow part small enough
+    that running it on one core leaves the others idle for under 1/16 of the product's
+    time (columns x threads <= N / 16) runs on one core: that saves its parallel loop
+    (async coroutines in LLVM: ~100-300 ms of compile time measured for N = 1000)."""
+    small = 16 * columns * p.threads <= n
+    return replace(p, nr=nr, threads=1 if nr != p.nr and small else p.threads)
+
+
+def _apply(op: Any, found: list[tuple[Any, tuple[int, ...]]], p: Params, parts: list[str]) -> None:
+    with op.context, ir.Location.unknown():
+        index = 0
+        for target, shape in found:
+            if target.name != "linalg.conv_2d_nhwc_hwcf":
+                m, _, k = shape
+                for i, columns, nr, fused in _pack_matmul(target, index, p):
+                    part = _part_params(p, nr, columns, shape[1])
+                    parts.append(_matmul_script(i, part, (m, columns, k), fused))
+                    index = i + 1
+            else:
+                target.attributes[TAG] = _i64(index)
+                if _prepare_padding(target, index):
+                    parts.append(_padding_script(index))
+                parts.append(_conv_script(index, p, shape))
+                index += 1
+        _write_into_outputs(op)
+        text = _HEADER + "".join(parts) + _FOOTER
+        _last_script[0] = text
+        script = ir.Module.parse(text)
+        interpreter.apply_named_sequence(op, script.body.operations[0], script)
+        _strip_tags(op)
+
+
+def _strip_tags(op: Any) -> None:
+    def visit(inner: Any) -> ir.WalkResult:
+        for name in (TAG, TAG + ".pack", TAG + ".epilogue", TAG + ".dest"):
+            if name in inner.attributes:
+                del inner.attributes[name]
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)

@@ -1,0 +1,39 @@
+"""Pipeline.sequential(): the same pipeline with its loops on the calling thread (what
+export builds, so the library needs no async runtime)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import xlamlir as xm
+from xlamlir.lowering.pipeline import ASYNC_TO_LLVM, PARALLEL_LOOPS, SEQUENTIAL_LOOPS
+
+
+def test_sequential_drops_only_the_async_passes() -> None:
+    default = xm.Pipeline.default()
+    sequential = default.sequential()
+    assert sequential.stage_names == default.stage_names
+    for stage in default.stage_names:
+        expected = [SEQUENTIAL_LOOPS if p == PARALLEL_LOOPS else p
+                    for p in default.passes(stage) if p != ASYNC_TO_LLVM]
+        assert sequential.passes(stage) == expected
+    assert any(PARALLEL_LOOPS in default.passes(s) for s in default.stage_names)
+    assert all("async" not in p for s in sequential.stage_names for p in sequential.passes(s)
+               if isinstance(p, str))
+
+
+def test_sequential_is_a_copy() -> None:
+    default = xm.Pipeline.default()
+    sequential = default.sequential()
+    sequential.replace("fused", "canonicalize")
+    assert default.passes("fused") != sequential.passes("fused")
+
+
+def test_sequential_program_runs_without_the_async_runtime() -> None:
+    b = xm.XlaBuilder("big_exp")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (512, 1024)))
+    b.exp(x)
+    exe = xm.compile(b.build(), pipeline=xm.Pipeline.default().sequential())
+    assert "async" not in exe.stages["llvm"]
+    a = np.linspace(-3, 3, 512 * 1024, dtype=np.float32).reshape(512, 1024)
+    np.testing.assert_allclose(exe(a), np.exp(a), rtol=1e-6)
