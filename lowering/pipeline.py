@@ -24,6 +24,7 @@ from .passes.exact_fma import exact_fma
 from .passes.fusion import duplicate_cheap_producers
 from .passes.i1_memory import widen_i1_memrefs
 from .passes.loop_state import loop_state_in_place
+from .passes.parallel_outputs import outputs_as_inputs
 from .passes.schedules import schedule_contractions
 from .passes.soft_float import expand_small_floats
 from .passes.vectorize import schedule_vectorize, super_vectorize
@@ -50,6 +51,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "cse",
     ]),
     ("fused", [
+        # No all-parallel generic reads its output: fusion into a broadcasting consumer
+        # would keep it as an accumulator updated once per consumer element.
+        outputs_as_inputs,
         "linalg-fuse-elementwise-ops",  # chains of elementwise generics -> one loop nest
         # Cheap producers with several users (softmax's exp) copied per user, and fused
         # again: recomputed in each consumer (reductions too) instead of a temporary.
