@@ -158,3 +158,18 @@ def data(shape: tuple[int, ...], dtype=np.float32, seed: int = 0, lo: int = -3,
 
 def param_shape(a: np.ndarray) -> xm.Shape:
     return xm.Shape.array(xm.type_of(a.dtype), a.shape)
+
+
+def run(build, *arrays: np.ndarray, **compile_kwargs):
+    """Compile and call a computation on `arrays`.
+
+    `build` is an XlaComputation, or `build(b, *params)` with one parameter shaped like each
+    array; the computation's root is what it returns (the last op built if it returns None).
+    `compile_kwargs` go to xm.compile.
+    """
+    if not isinstance(build, xm.XlaComputation):
+        b = xm.XlaBuilder("t")
+        params = [b.parameter(i, param_shape(a)) for i, a in enumerate(arrays)]
+        root = build(b, *params)
+        build = b.build() if root is None else b.build(root)
+    return xm.compile(build, **compile_kwargs)(*arrays)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import check_ir
+from conftest import check_ir, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,10 +25,6 @@ S = xm.Shape.parse
 
 def params(b: xm.XlaBuilder, *shapes: str) -> list[xm.XlaOp]:
     return [b.parameter(i, S(s), f"p{i}") for i, s in enumerate(shapes)]
-
-
-def run(comp: xm.XlaComputation, *args):
-    return xm.compile(comp)(*args)
 
 
 def assert_shape_error(excinfo, op_pattern: str, *operand_shapes: str) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import check_ir, stage_text
+from conftest import check_ir, run, stage_text
 
 import xlamlir as xm
 
@@ -75,13 +75,6 @@ def run_all(builds: Sequence[Build], *arrays: np.ndarray) -> list[np.ndarray]:
         values.append(result[offset:offset + n].reshape(o.shape.dimensions))
         offset += n
     return values
-
-
-def run(build: Build, *arrays: np.ndarray) -> np.ndarray:
-    b = xm.XlaBuilder("shape_test")
-    params = [b.parameter(i, shape_of(a)) for i, a in enumerate(arrays)]
-    build(b, *params)
-    return xm.compile(b.build())(*arrays)
 
 
 def assert_same(actual: np.ndarray, expected: np.ndarray) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import check_ir, stage_text
+from conftest import check_ir, run, stage_text
 
 import xlamlir as xm
 
@@ -31,13 +31,6 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 def shape(dtype: object, dims: Sequence[int] = ()) -> xm.Shape:
     return xm.Shape.array(xm.type_of(np.dtype(dtype)), tuple(dims))
-
-
-def run(build: Callable[..., object], *arrays: np.ndarray) -> object:
-    """Compile `build(b, *parameters)` for parameters shaped like `arrays`, run it on them."""
-    b = xm.XlaBuilder("t")
-    params = [b.parameter(i, shape(a.dtype, a.shape)) for i, a in enumerate(arrays)]
-    return xm.compile(b.build(build(b, *params)))(*arrays)
 
 
 # -- references ---------------------------------------------------------------------------------
