@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run
 
 import xlamlir as xm
 
@@ -25,10 +26,6 @@ def load(name: str) -> xm.XlaComputation:
                                filename=str(path))
 
 
-def run(name: str, *args):
-    return xm.compile(load(name))(*args)
-
-
 def imported(text: str) -> xm.XlaComputation:
     return xm.import_stablehlo(text)
 
@@ -39,7 +36,7 @@ def test_batch_norm_ops():
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
     scale, offset = rng.random(3).astype(np.float32) + 0.5, rng.random(3).astype(np.float32)
     grad = rng.standard_normal((2, 3, 4)).astype(np.float32)
-    y, mean, var, inf, gx, gs, go = run("batch_norm.mlir", x, scale, offset, grad)
+    y, mean, var, inf, gx, gs, go = run(load("batch_norm.mlir"), x, scale, offset, grad)
     eps = 1e-3
     m = x.mean(axis=(0, 2))
     v = x.var(axis=(0, 2))  # biased, as the spec says
@@ -66,7 +63,7 @@ def test_linalg_ops_and_dot_forms():
     b = rng.standard_normal((2, 3, 2)).astype(np.float32)
     m = rng.standard_normal((4, 3)).astype(ml_dtypes.bfloat16)
     n = rng.standard_normal(3).astype(ml_dtypes.bfloat16)
-    l, x, xt, d, e = run("linalg.mlir", a, b, m, n)
+    l, x, xt, d, e = run(load("linalg.mlir"), a, b, m, n)
     np.testing.assert_allclose(l, np.linalg.cholesky(a), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(x, np.linalg.solve(l, b), rtol=1e-4, atol=1e-5)
     unit = np.tril(l, -1) + np.eye(3, dtype=np.float32)
@@ -80,7 +77,7 @@ def test_linalg_ops_and_dot_forms():
 @pytest.mark.parametrize("k, sign", [(0, 1), (1, -1), (7, -1), (-3, -1)])
 def test_generic_form_case_while_capture_map_barrier(k, sign):
     x = np.array([1.0, -2.0, 3.5], np.float32)
-    c, w, s, m = run("control_generic.mlir", np.int32(k), x, np.float32(0.5))
+    c, w, s, m = run(load("control_generic.mlir"), np.int32(k), x, np.float32(0.5))
     np.testing.assert_array_equal(c, sign * x)  # an index out of range runs the last branch
     np.testing.assert_array_equal(w, x + 4 * 0.5)  # the body captured %s from the function
     assert s == np.float32(0.5)
@@ -90,7 +87,7 @@ def test_generic_form_case_while_capture_map_barrier(k, sign):
 def test_misc_ops():
     x = np.array([[1.5, -2.5, 0.1], [3.14159, 2.5, -0.5]], np.float32)
     u = np.array([0, 1, 0xF0F0, 0x80000001], np.uint32)
-    rp, row, size, dbl, bc, if_true, r, cx, pc, lz, ge, dbc = run("misc.mlir", x, True, u)
+    rp, row, size, dbl, bc, if_true, r, cx, pc, lz, ge, dbc = run(load("misc.mlir"), x, True, u)
     e5m2 = x.astype(np.float16)  # e5m2 has f16's exponent range with 2 mantissa bits
     assert rp[0, 1] == -2.5 and rp[1, 0] == 3.0 and np.all(np.abs(rp - e5m2) <= np.abs(e5m2) / 4)
     np.testing.assert_array_equal(row, x[1])
@@ -104,7 +101,7 @@ def test_misc_ops():
     np.testing.assert_array_equal(lz, [32, 31, 16, 0])
     np.testing.assert_array_equal(ge, [False, False, False, True])  # unsigned compare
     np.testing.assert_array_equal(dbc, np.zeros((2, 4), np.float32))
-    if_false = run("misc.mlir", x, False, u)[5]
+    if_false = run(load("misc.mlir"), x, False, u)[5]
     np.testing.assert_array_equal(if_false, -x)
 
 
@@ -112,7 +109,7 @@ def test_rng_ops():
     import jax
 
     state = np.array([1, 2], np.uint64)
-    new_state, bits, uniform, normal = run("rng.mlir", state)
+    new_state, bits, uniform, normal = run(load("rng.mlir"), state)
     # THREE_FRY is bit-exact with XLA: jax (XLA:CPU) gives the same stream. jax takes the
     # u64[2] state as u32[4] (it has no u64 without x64) and bitcasts it back.
     want_state, want_bits = jax.jit(lambda s: jax.lax.rng_bit_generator(
