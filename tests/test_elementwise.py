@@ -32,8 +32,11 @@ import os
 import sys
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 import pytest
+
+import xlamlir as xm
 
 try:
     from . import reference as ref
@@ -265,3 +268,20 @@ def test_clamp(dt: str) -> None:
     lo, hi = x[rng.permutation(N)], x[rng.permutation(N)]   # lo > hi happens: gives hi
     args = [lo, x, hi]
     check(run_op("clamp", args), ref.clamp(*args), inputs=args, what=f"clamp-{dt}")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32, np.float64])
+def test_atan2_of_signed_zeros_as_constants_and_parameters(dtype) -> None:
+    """atan2(+-0, +0) = +-0 and atan2(+-0, -0) = +-pi (IEEE, numpy), also when both are
+    constants: MLIR folded math.atan2 of two constant zeros to NaN."""
+    t = xm.type_of(np.dtype(dtype))
+    for y in (0.0, -0.0):
+        for x in (0.0, -0.0, 1.0, -1.0):
+            wide = np.float64 if dtype == np.float64 else np.float32  # f16/bf16 computed in f32
+            expected = np.arctan2(wide(y), wide(x)).astype(dtype)
+            b = xm.XlaBuilder("atan2_constants")
+            b.atan2(b.constant(dtype(y)), b.constant(dtype(x)))
+            b2 = xm.XlaBuilder("atan2_parameters")
+            b2.atan2(b2.parameter(0, xm.Shape.array(t, ())), b2.parameter(1, xm.Shape.array(t, ())))
+            for got in (xm.compile(b.build())(), xm.compile(b2.build())(dtype(y), dtype(x))):
+                assert got.tobytes() == np.asarray(expected).tobytes(), (y, x, got, expected)
