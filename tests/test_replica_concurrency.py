@@ -1,8 +1,9 @@
 """Replicas run in parallel: the compiled code runs without the GIL.
 
-Two replicas of a long sequential computation (a while loop on a small array,
-which no pass parallelizes) take about the time of one on this 2-core machine.
-The ratio is measured in one run, best of three, with slack for noise.
+Proved without timing (a Python thread advances during the native call, whatever
+the machine's load); `bench/replica_concurrency.py` measures the ratio of two
+replicas' time to one's (about 1.0 on an idle 2-core machine; a timed assertion in
+the suite failed whenever other work shared the cores).
 """
 
 from __future__ import annotations
@@ -32,25 +33,13 @@ def spin(iterations: int) -> xm.XlaComputation:
     return b.build(b.cross_replica_sum(b.get_tuple_element(state, 1)))
 
 
-def best_of(runs: int, fn) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def test_two_replicas_take_about_the_time_of_one():
-    comp = spin(40_000_000)
+def test_two_replicas_compute_what_one_does_twice():
+    comp = spin(1_000)
     one, two = xm.compile(comp, num_replicas=1), xm.compile(comp, num_replicas=2)
     x = np.ones(16, np.float32)
     expected = one.execute_replicated([[x]])[0]
-    np.testing.assert_allclose(two.execute_replicated([[x], [x]])[0], 2 * expected, rtol=1e-6)
-    t1 = best_of(3, lambda: one.execute_replicated([[x]]))
-    t2 = best_of(3, lambda: two.execute_replicated([[x], [x]]))
-    # Serialized replicas would give 2.0; parallel ones ~1.0.
-    assert t2 / t1 < 1.6, f"two replicas took {t2 / t1:.2f}x the time of one ({t1:.3f} s vs {t2:.3f} s)"
+    for result in two.execute_replicated([[x], [x]]):
+        np.testing.assert_allclose(result, 2 * expected, rtol=1e-6)
 
 
 def test_the_native_call_does_not_hold_the_gil():
