@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
-import sys
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -36,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..dialect.element_types import PrimitiveType, dtype_of, type_of
-from ..dialect.errors import ShapeError
+from ..dialect.errors import ShapeError, user_location
 from ..dialect.registry import OpDef, lookup
 from ..dialect.shape import Shape
 from . import args
@@ -44,24 +43,8 @@ from .argcheck import checked
 from .computation import XlaComputation
 from .xla_op import XlaOp
 
-_PACKAGE = __name__.split(".")[0]
-
 # Methods about the builder itself, never redirected to a builder being traced.
 _OWN_METHODS = frozenset({"parameter", "build"})
-
-
-def user_location() -> tuple[str, int] | None:
-    """File and line of the innermost caller outside this package.
-
-    Decided by the frame's module name, not its file's path: the package's directory is
-    the repository's root, and a user's model.py or the examples there are not ours."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if module != _PACKAGE and not module.startswith(_PACKAGE + "."):
-            return frame.f_code.co_filename, frame.f_lineno
-        frame = frame.f_back
-    return None
 
 
 def is_number(value: Any) -> bool:

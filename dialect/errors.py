@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,3 +32,21 @@ class CompileError(XlaError, RuntimeError):
         super().__init__(message)
         self.stage = stage
         self.diagnostics = diagnostics
+
+
+_PACKAGE = __name__.split(".")[0]
+
+
+def user_location() -> tuple[str, int] | None:
+    """File and line of the innermost caller outside this package (where an error or an
+    op is attributed to the user's code).
+
+    Decided by the frame's module name, not its file's path: the package's directory is
+    the repository's root, and a user's model.py or the examples there are not ours."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module != _PACKAGE and not module.startswith(_PACKAGE + "."):
+            return frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back
+    return None

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import difflib
-import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable
@@ -20,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dialect.errors import ArgumentError, XlaError
+from ..dialect.errors import ArgumentError, XlaError, user_location
 from ..dialect.shape import Shape
 
 _TARGETS: dict[str, Any] = {}
@@ -56,18 +55,6 @@ def _did_you_mean(name: str, builtins: Iterable[str] = ()) -> str:
         known = [*_TARGETS, *builtins]
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
     return f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
-
-
-def _user_frame() -> tuple[str, int]:
-    """The innermost caller outside this package (where xm.compile was called)."""
-    frame = sys._getframe(1)
-    package = __name__.split(".")[0]
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if module != package and not module.startswith(package + "."):
-            return frame.f_code.co_filename, frame.f_lineno
-        frame = frame.f_back
-    return "<unknown>", 0
 
 
 def _view(descriptor: int, shape: Shape) -> np.ndarray:
@@ -161,7 +148,7 @@ def bind_custom_calls(engine: Any, records: list[dict[str, str]], errors: thread
             # a likely misspelling is worth saying now, at the user's xm.compile line.
             hint = _did_you_mean(record["target"], builtins or ())
             if hint:
-                filename, line = _user_frame()
+                filename, line = user_location() or ("<unknown>", 0)
                 warnings.warn_explicit(
                     f"custom-call target {record['target']!r} is not registered{hint}",
                     UserWarning, filename, line)
