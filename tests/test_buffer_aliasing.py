@@ -261,14 +261,11 @@ def test_scatter_into_a_parameter_is_one_copy() -> None:
     np.testing.assert_array_equal(base, np.arange(16, dtype=np.int32))
 
 
-@pytest.mark.parametrize("branches", [1, 2, 3])
-@pytest.mark.parametrize("index", ["pred", "s32"])
+@pytest.mark.parametrize("index,branches", [("pred", 2), ("s32", 1), ("s32", 2), ("s32", 3)])
 def test_input_passed_through_a_conditional_then_updated_stays_untouched(index: str, branches: int) -> None:
     """A parameter returned unchanged by a conditional's branch, then updated in place by a
     while loop whose state is not returned: the caller's array must not change (an s32
     conditional let the loop write into the input buffer; into a constant it crashed)."""
-    if index == "pred" and branches != 2:
-        pytest.skip("a PRED conditional has two branches")
     b = xm.XlaBuilder("through_conditional")
     which = b.parameter(0, xm.Shape.array(xm.PRED if index == "pred" else S32, ()))
     c = b.parameter(1, xm.Shape.array(xm.U32, (3, 3)))
