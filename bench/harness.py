@@ -17,6 +17,18 @@ from timing import Measurement, compile_ours, medians
 import xlamlir as xm
 
 
+def f32_params(name: str, *shapes: tuple[int, ...]) -> tuple[xm.XlaBuilder, list[Any]]:
+    """A builder and one f32 parameter per shape."""
+    b = xm.XlaBuilder(name)
+    return b, [b.parameter(i, xm.Shape.array(xm.F32, dims)) for i, dims in enumerate(shapes)]
+
+
+def normal(seed: int, *shapes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """Standard normal f32 arrays of `shapes`, from one seeded generator."""
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal(s, dtype=np.float32) for s in shapes)
+
+
 @dataclass
 class Case:
     """A workload. `numpy_fn(*args)` is timed; `reference(*args)` (default: numpy_fn) is the

@@ -11,23 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from harness import Case, measure
+from harness import Case, f32_params, measure, normal
 from peers import jax, jnp
 from timing import Measurement, Workload
 
 import xlamlir as xm
-
-F32 = xm.F32
-
-
-def _params(name: str, *shapes: tuple[int, ...]) -> tuple[xm.XlaBuilder, list[Any]]:
-    b = xm.XlaBuilder(name)
-    return b, [b.parameter(i, xm.Shape.array(F32, dims)) for i, dims in enumerate(shapes)]
-
-
-def _normal(seed: int, *shapes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
-    rng = np.random.default_rng(seed)
-    return tuple(rng.standard_normal(s, dtype=np.float32) for s in shapes)
 
 
 def _f64(fn: Any) -> Any:
@@ -41,7 +29,7 @@ def _sum_tolerance(terms: int) -> dict[str, float]:
 
 def layer_norm(rows: int = 4096, cols: int = 1024, eps: float = 1e-5) -> Measurement:
     def build() -> xm.XlaComputation:
-        b, (x, g, beta) = _params("layer_norm", (rows, cols), (cols,), (cols,))
+        b, (x, g, beta) = f32_params("layer_norm", (rows, cols), (cols,), (cols,))
         zero = b.constant(np.float32(0))
 
         def row_mean(v: Any) -> Any:
@@ -59,7 +47,7 @@ def layer_norm(rows: int = 4096, cols: int = 1024, eps: float = 1e-5) -> Measure
         var = (xc * xc).mean(axis=-1, keepdims=True)
         return xc / np.sqrt(var + np.float32(eps)) * g + beta
 
-    return measure(Case(build, lambda: _normal(0, (rows, cols), (cols,), (cols,)), reference,
+    return measure(Case(build, lambda: normal(0, (rows, cols), (cols,), (cols,)), reference,
                         jax and (lambda *a: reference(*a, np=jnp)), work=2 * 4 * rows * cols,
                         unit="GB/s", repeats=9, reference=_f64(reference), rtol=1e-4, atol=1e-4))
 
@@ -70,7 +58,7 @@ def attention(heads: int = 8, seq: int = 512, dim: int = 64) -> Measurement:
 
     def build() -> xm.XlaComputation:
         shape = (heads, seq, dim)
-        b, (q, k, v) = _params("attention", shape, shape, shape)
+        b, (q, k, v) = f32_params("attention", shape, shape, shape)
         s = b.dot_general(q, k, xm.DotDimensionNumbers((2,), (2,), (0,), (0,))) * float(scale)
         full = (heads, seq, seq)
         m = b.reduce(s, b.constant(np.float32(-np.inf)), lambda a, e: a.builder.max(a, e), [2])
@@ -89,17 +77,17 @@ def attention(heads: int = 8, seq: int = 512, dim: int = 64) -> Measurement:
         return jax.nn.softmax(s, axis=-1) @ v
 
     shape = (heads, seq, dim)
-    return measure(Case(build, lambda: _normal(1, shape, shape, shape), reference, jax and jax_fn,
+    return measure(Case(build, lambda: normal(1, shape, shape, shape), reference, jax and jax_fn,
                         work=4 * heads * seq * seq * dim, unit="GFLOP/s", repeats=9,
                         reference=_f64(reference), **_sum_tolerance(seq)))
 
 
 def batched_matmul(batch: int = 32, n: int = 256) -> Measurement:
     def build() -> xm.XlaComputation:
-        b, (x, y) = _params("batched_matmul", (batch, n, n), (batch, n, n))
+        b, (x, y) = f32_params("batched_matmul", (batch, n, n), (batch, n, n))
         return b.build(b.dot_general(x, y, xm.DotDimensionNumbers((2,), (1,), (0,), (0,))))
 
-    return measure(Case(build, lambda: _normal(2, (batch, n, n), (batch, n, n)), np.matmul,
+    return measure(Case(build, lambda: normal(2, (batch, n, n), (batch, n, n)), np.matmul,
                         jnp and jnp.matmul, work=2 * batch * n ** 3, unit="GFLOP/s", repeats=9,
                         reference=_f64(np.matmul), **_sum_tolerance(n)))
 
@@ -118,7 +106,7 @@ def numpy_conv_nhwc(x: np.ndarray, k: np.ndarray, stride: int, pad: int) -> np.n
 def _conv(name: str, x_shape: tuple[int, ...], k_shape: tuple[int, ...], stride: int, pad: int,
           layouts: tuple[str, str, str], numpy_fn: Any, groups: int = 1, repeats: int = 7) -> Measurement:
     def build() -> xm.XlaComputation:
-        b, (x, k) = _params(name, x_shape, k_shape)
+        b, (x, k) = f32_params(name, x_shape, k_shape)
         return b.build(b.conv_general_dilated(x, k, (stride, stride), [(pad, pad)] * 2,
                                               dimension_numbers=layouts, feature_group_count=groups))
 
@@ -129,7 +117,7 @@ def _conv(name: str, x_shape: tuple[int, ...], k_shape: tuple[int, ...], stride:
     computation = build()
     outputs = int(np.prod(computation.program_shape()[1].dimensions))
     per_output = int(np.prod(k_shape)) // (k_shape[layouts[1].index("O")])
-    return measure(Case(lambda: computation, lambda: _normal(3, x_shape, k_shape), numpy_fn,
+    return measure(Case(lambda: computation, lambda: normal(3, x_shape, k_shape), numpy_fn,
                         jax and jax_fn, work=2 * outputs * per_output, unit="GFLOP/s",
                         repeats=repeats, reference=_f64(numpy_fn), **_sum_tolerance(per_output)))
 
@@ -169,7 +157,7 @@ def max_pool(shape: tuple[int, int, int, int] = (8, 112, 112, 64)) -> Measuremen
     n, h, w, c = shape
 
     def build() -> xm.XlaComputation:
-        b, (x,) = _params("max_pool", shape)
+        b, (x,) = f32_params("max_pool", shape)
         return b.build(b.reduce_window(x, b.constant(np.float32(-np.inf)),
                                        lambda a, v: a.builder.max(a, v), [1, 2, 2, 1], [1, 2, 2, 1]))
 
@@ -179,7 +167,7 @@ def max_pool(shape: tuple[int, int, int, int] = (8, 112, 112, 64)) -> Measuremen
     def jax_fn(x: Any) -> Any:
         return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
 
-    return measure(Case(build, lambda: _normal(4, shape), numpy_fn, jax and jax_fn,
+    return measure(Case(build, lambda: normal(4, shape), numpy_fn, jax and jax_fn,
                         work=4 * n * h * w * c * 5 // 4, unit="GB/s", repeats=9,
                         check=np.testing.assert_array_equal))
 
@@ -188,7 +176,7 @@ def rnn(steps: int = 100, n: int = 256) -> Measurement:
     """h <- tanh(W h + U x_t) for `steps` inputs x_t: a while loop whose state carries the
     weights and inputs (sub-computations are closed), one dynamic_slice per step."""
     def build() -> xm.XlaComputation:
-        b, (w, u, xs, h0) = _params("rnn", (n, n), (n, n), (steps, n), (n,))
+        b, (w, u, xs, h0) = f32_params("rnn", (n, n), (n, n), (steps, n), (n,))
 
         def cond(t: Any) -> Any:
             bb = t.builder
@@ -213,7 +201,7 @@ def rnn(steps: int = 100, n: int = 256) -> Measurement:
         return jax.lax.scan(lambda h, x_t: (jnp.tanh(w @ h + u @ x_t), None), h, xs)[0]
 
     def args() -> tuple[Any, ...]:
-        w, u, xs, h = _normal(5, (n, n), (n, n), (steps, n), (n,))
+        w, u, xs, h = normal(5, (n, n), (n, n), (steps, n), (n,))
         return w / np.float32(np.sqrt(n)), u / np.float32(np.sqrt(n)), xs, h  # stays out of saturation
 
     return measure(Case(build, args, numpy_fn, jax and jax_fn, work=4 * steps * n * n,

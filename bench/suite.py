@@ -33,13 +33,12 @@ from typing import Any
 
 import numpy as np
 import timing
-from harness import Case, measure
+from harness import Case, f32_params, measure, normal
 from peers import jax, jnp
 from timing import CompiledOnly, Measurement, Workload, compile_ours
 
 import xlamlir as xm
 
-F32 = xm.F32
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results.json"
 # The persistent compile cache's switch, when the library has one (runtime/ mentions it).
@@ -51,23 +50,13 @@ def persistent_cache_available() -> bool:
     return any(CACHE_ENV in p.read_text() for p in runtime.glob("*.py"))
 
 
-def _params(name: str, *shapes: tuple[int, ...]) -> tuple[xm.XlaBuilder, list[Any]]:
-    b = xm.XlaBuilder(name)
-    return b, [b.parameter(i, xm.Shape.array(F32, dims)) for i, dims in enumerate(shapes)]
-
-
-def _normal(seed: int, *shapes: tuple[int, ...]) -> tuple[np.ndarray, ...]:
-    rng = np.random.default_rng(seed)
-    return tuple(rng.standard_normal(s, dtype=np.float32) for s in shapes)
-
-
 def axpy(n: int = 1 << 22) -> Measurement:
     def build() -> xm.XlaComputation:
-        b, (a, x, y) = _params("axpy", (), (n,), (n,))
+        b, (a, x, y) = f32_params("axpy", (), (n,), (n,))
         return b.build(b.add(b.mul(a, x), y))
 
     def args() -> tuple[Any, ...]:
-        return (np.float32(2.0), *_normal(1, (n,), (n,)))
+        return (np.float32(2.0), *normal(1, (n,), (n,)))
 
     return measure(Case(build, args, lambda a, x, y: a * x + y, lambda a, x, y: a * x + y,
                         work=3 * 4 * n, unit="GB/s", repeats=15, rtol=1e-6, atol=0))
@@ -75,7 +64,7 @@ def axpy(n: int = 1 << 22) -> Measurement:
 
 def tanh_chain(n: int = 1 << 22) -> Measurement:
     def build() -> xm.XlaComputation:
-        b, (x, y, z) = _params("chain", (n,), (n,), (n,))
+        b, (x, y, z) = f32_params("chain", (n,), (n,), (n,))
         return b.build(b.add(b.mul(b.tanh(b.add(b.mul(x, y), z)), b.constant(np.float32(0.5))),
                              b.exp(b.neg(x))))
 
@@ -83,24 +72,24 @@ def tanh_chain(n: int = 1 << 22) -> Measurement:
         return np.tanh(x * y + z) * np.float32(0.5) + np.exp(-x)
 
     # atol: cancellation between the two terms
-    return measure(Case(build, lambda: _normal(0, (n,), (n,), (n,)), reference,
+    return measure(Case(build, lambda: normal(0, (n,), (n,), (n,)), reference,
                         jnp and (lambda *a: reference(*a, np=jnp)), work=4 * 4 * n, unit="GB/s",
                         repeats=9, rtol=2e-6, atol=1e-6))
 
 
 def row_sum(n: int = 2048) -> Measurement:
     def build() -> xm.XlaComputation:
-        b, (x,) = _params("row_sum", (n, n))
+        b, (x,) = f32_params("row_sum", (n, n))
         return b.build(b.reduce(x, b.constant(np.float32(0)), lambda acc, v: acc + v, [1]))
 
-    return measure(Case(build, lambda: _normal(0, (n, n)), lambda x: x.sum(axis=1),
+    return measure(Case(build, lambda: normal(0, (n, n)), lambda x: x.sum(axis=1),
                         lambda x: x.sum(axis=1), work=4 * n * n, unit="GB/s", repeats=25,
                         rtol=1e-4, atol=1e-3))
 
 
 def softmax(n: int = 1024) -> Measurement:
     def build() -> xm.XlaComputation:
-        b, (x,) = _params("softmax", (n, n))
+        b, (x,) = f32_params("softmax", (n, n))
         m = b.reduce(x, b.constant(np.float32(-np.inf)), lambda a, v: a.builder.max(a, v), [1])
         e = b.exp(b.sub(x, b.broadcast_in_dim(m, (n, n), [0])))
         s = b.reduce(e, b.constant(np.float32(0)), lambda a, v: a + v, [1])
@@ -110,14 +99,14 @@ def softmax(n: int = 1024) -> Measurement:
         e = np.exp(x - x.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 
-    return measure(Case(build, lambda: _normal(2, (n, n)), reference,
+    return measure(Case(build, lambda: normal(2, (n, n)), reference,
                         jax and (lambda x: jax.nn.softmax(x, axis=1)), work=2 * 4 * n * n,
                         unit="GB/s", repeats=15, rtol=1e-5, atol=1e-8))
 
 
 def while_loop(trips: int = 1000, n: int = 16) -> Measurement:
     def build() -> xm.XlaComputation:
-        b, (x,) = _params("while", (n,))
+        b, (x,) = f32_params("while", (n,))
 
         def cond(t: Any) -> Any:
             bb = t.builder
@@ -148,7 +137,7 @@ def while_loop(trips: int = 1000, n: int = 16) -> Measurement:
 
 def scalar_add() -> Measurement:
     """Per-call overhead: numpy scalars in, numpy out (means of many calls, not medians)."""
-    b, (x, y) = _params("scalar_add", (), ())
+    b, (x, y) = f32_params("scalar_add", (), ())
     (exe,), compile_s = compile_ours(b.build(b.add(x, y)))
     xv, yv = np.float32(1.5), np.float32(2.25)
     assert exe(xv, yv) == xv + yv
