@@ -169,10 +169,9 @@ def locate(error: ShapeError, called: str = "") -> None:
     message, at, where = message.partition(" (at ")
     if called and error.op != called and message.startswith(error.op):
         message = f"{called}{message[len(error.op):]} [{called} builds {error.op}]"
-    location = user_location()
     if at:
         message = f"{message}{at}{where}"
-    elif location is not None:
+    elif (location := user_location()) is not None:
         message = f"{message} (at {location[0]}:{location[1]})"
     if error.args:
         error.args = (message, *error.args[1:])
@@ -250,8 +249,7 @@ class Recorder:
         try:
             shape = opdef.infer(*shapes, **infer_attrs)
         except ShapeError as e:
-            if location is not None and " (at " not in str(e):
-                e.args = (f"{e.args[0]} (at {location[0]}:{location[1]})", *e.args[1:])
+            locate(e)
             raise
         op = XlaOp(self, shape, opdef=opdef, operands=tuple(args), attrs=attrs, location=location)
         self.ops.append(op)
