@@ -126,15 +126,10 @@ def _generic_contraction(d: DotDimensionNumbers, lhs: ir.Value, rhs: ir.Value, l
     ]
     op = linalg.GenericOp_([lhs, rhs], [init], maps, ["parallel"] * n_out + ["reduction"] * n_contract)
     block = op.regions[0].blocks[0]
-    # Without contracting dimensions every loop is parallel and the body must not read its
-    # output: linalg-fuse-elementwise-ops fuses such a generic into a broadcasting consumer
-    # by keeping the output, indexed through the broadcast's map, as an accumulator that the
-    # consumer's loops then update once per element (an outer product broadcast 4 times gave
-    # x*y, 2x*y, 3x*y, 4x*y). The zero is the fill's, so the result is the same 0 + a * b.
-    zero = _zero(t) if n_contract == 0 else None
+    # Without contracting dimensions every loop is parallel and the body reads the zero
+    # fill: lowering/passes/parallel_outputs.py replaces that read before fusion.
     with ir.InsertionPoint(block):
-        a, b, acc = block.arguments
-        linalg.YieldOp([multiply_add(t)(a, b, acc if zero is None else zero)])
+        linalg.YieldOp([multiply_add(t)(*block.arguments)])
     return op.results[0]
 
 

@@ -20,9 +20,9 @@ bodies swap the two halves.
   loops reading `out * stride + win * window_dilation`; with padding or base
   dilation the operands are read with a bounds check, padding cells and
   dilation holes reading as the init values (an identity, so holes are
-  ignored). A window of one cell is `f(init, x)` elementwise: its loop nest
-  never reads its outputs, which elementwise fusion would otherwise carry
-  across a broadcasting consumer's loops.
+  ignored). A window of one cell is an all-parallel loop nest reading its
+  filled outputs once (lowering/passes/parallel_outputs.py makes that safe to
+  fuse).
 - select_and_scatter: a `linalg.generic` picks, for every source position,
   the window element `select` prefers (visiting the window in lexicographic
   order, the earlier candidate first, skipping padding as XLA:CPU does); an
@@ -389,17 +389,6 @@ def lower_reduce_window(v: OpView) -> list[ir.Value]:
     symbol = a["computation"]
 
     def window_loops() -> list[ir.Value]:
-        if not loops.windowed:
-            # A window of one cell gives f(init, x) elementwise, and the body must not read
-            # its outputs: linalg-fuse-elementwise-ops fuses an all-parallel generic that
-            # reads them into a broadcasting consumer by keeping them as an output indexed
-            # through the broadcast's map, so one accumulator was updated once per consumer
-            # element (x broadcast 3 times gave x, 2x, 3x; differential fuzzer seed 601323).
-            outs = [_accumulator(s.dimensions, init.type)
-                    for init, s in zip(init_scalars, v.result_shapes)]
-            return loops.generic(inputs, init_scalars, outs,
-                                 lambda xs, _valid, _outs: apply_computation(
-                                     "reduce_window", symbol, init_scalars + xs))
         outs = [_splat(init, s.dimensions) for init, s in zip(init_scalars, v.result_shapes)]
         # Padding cells and dilation holes read as the init values.
         return loops.generic(inputs, init_scalars, outs,
