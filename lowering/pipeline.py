@@ -25,6 +25,7 @@ from .passes.fusion import duplicate_cheap_producers
 from .passes.i1_memory import widen_i1_memrefs
 from .passes.loop_state import loop_state_in_place
 from .passes.parallel_outputs import outputs_as_inputs
+from .passes.parallel_tasks import outline_parallel_loops, parallel_tasks_to_llvm
 from .passes.schedules import schedule_contractions
 from .passes.soft_float import expand_small_floats
 from .passes.vectorize import schedule_vectorize, super_vectorize
@@ -32,15 +33,14 @@ from .reproducer import write_reproducer
 
 PassSpec = str | Callable[[Any, Any], None]
 
-# The passes that run parallel loops on MLIR's async runtime (a thread pool the JIT links),
-# and what `Pipeline.sequential()` puts in their place: scf.parallel then lowers to plain
-# loops (convert-scf-to-cf), for code that must not need that runtime (export).
-PARALLEL_LOOPS = ("scf-forall-to-parallel,async-parallel-for{async-dispatch=false num-workers=-1 "
-                  "min-task-size=1},async-to-async-runtime,async-runtime-ref-counting,"
-                  "async-runtime-ref-counting-opt")
+# The passes that run parallel loops on the thread pool of MLIR's async runtime (which the
+# JIT links), as plain tasks without coroutines (lowering/passes/parallel_tasks.py), and
+# what `Pipeline.sequential()` does with them: drops them, so that scf.parallel lowers to
+# plain loops (convert-scf-to-cf), for code that must not need that runtime (export).
 SEQUENTIAL_LOOPS = "scf-forall-to-parallel"
-ASYNC_TO_LLVM = "convert-async-to-llvm"
-_SEQUENTIAL: dict[str, str | None] = {PARALLEL_LOOPS: SEQUENTIAL_LOOPS, ASYNC_TO_LLVM: None}
+PARALLEL_LOOPS = outline_parallel_loops
+TASKS_TO_LLVM = parallel_tasks_to_llvm
+_THREAD_POOL_PASSES: tuple[PassSpec, ...] = (PARALLEL_LOOPS, TASKS_TO_LLVM)
 
 # Each stage with a line saying why each pass is there.
 DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
@@ -104,9 +104,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         # instruction decides a result (AVX512-BF16's flushes subnormals to zero).
         "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}",
         expand_small_floats,
-        # scf.forall -> scf.parallel -> tasks on the async runtime's thread pool. The foralls
-        # have one iteration per core's share: min-task-size=1 (the default, 1000 iterations
-        # per task, would run a 2-iteration forall on one thread).
+        # scf.forall -> scf.parallel -> a call to a dispatcher of its body function (one
+        # iteration per core's share), made parallel in the "llvm" stage.
+        SEQUENTIAL_LOOPS,
         PARALLEL_LOOPS,
         "lower-affine",
         "convert-vector-to-scf",
@@ -114,7 +114,6 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "canonicalize",
     ]),
     ("llvm", [
-        ASYNC_TO_LLVM,  # calls into libmlir_async_runtime (runtime/compiler.py)
         widen_i1_memrefs,  # LLVM 22 asserts on scalar i1 loads/stores (deallocation's buffers)
         "convert-complex-to-standard",  # complex division/abs with the overflow-safe algorithms
         # vector.fma would become llvm.intr.fmuladd, fused only where the CPU has FMA.
@@ -133,6 +132,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "convert-func-to-llvm",
         "convert-ub-to-llvm",
         "reconcile-unrealized-casts",
+        # The dispatchers: blocks of iterations on the async runtime's thread pool
+        # (libmlir_async_runtime, loaded by runtime/compiler.py).
+        TASKS_TO_LLVM,
     ]),
 ]
 
@@ -197,14 +199,11 @@ class Pipeline:
         return self
 
     def sequential(self) -> Pipeline:
-        """A copy whose loops run on the calling thread: the async-runtime passes of the
-        default pipeline (`PARALLEL_LOOPS`, `ASYNC_TO_LLVM`) replaced or dropped, every other
-        pass kept as is. Passes a user spelled differently are kept too (export then refuses a
+        """A copy whose loops run on the calling thread: the thread-pool passes of the
+        default pipeline (`PARALLEL_LOOPS`, `TASKS_TO_LLVM`) dropped, every other pass kept
+        as is. Passes a user spelled differently are kept too (export then refuses a
         program that still calls the async runtime)."""
-        def kept(spec: PassSpec) -> PassSpec | None:
-            return _SEQUENTIAL.get(spec, spec) if isinstance(spec, str) else spec
-
-        return Pipeline([(name, [k for k in map(kept, passes) if k is not None])
+        return Pipeline([(name, [p for p in passes if not any(p is q for q in _THREAD_POOL_PASSES)])
                          for name, passes in self._stages])
 
     def fingerprint(self) -> tuple:

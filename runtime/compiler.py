@@ -64,7 +64,7 @@ _async_runtime: list[Any] = []
 
 def load_async_runtime() -> None:
     """Load the wheels' async runtime (the thread pool running the tasks of parallel loops,
-    scf.forall -> async) into the process, once; the JIT resolves its symbols there.
+    lowering/passes/parallel_tasks.py) into the process, once; the JIT resolves its symbols there.
 
     Not through ExecutionEngine's shared_libs: destroying any engine then calls the
     library's `__mlir_execution_engine_destroy`, which frees the process-wide default

@@ -6,18 +6,18 @@ from __future__ import annotations
 import numpy as np
 
 import xlamlir as xm
-from xlamlir.lowering.pipeline import ASYNC_TO_LLVM, PARALLEL_LOOPS, SEQUENTIAL_LOOPS
+from xlamlir.lowering.pipeline import PARALLEL_LOOPS, SEQUENTIAL_LOOPS, TASKS_TO_LLVM
 
 
-def test_sequential_drops_only_the_async_passes() -> None:
+def test_sequential_drops_only_the_thread_pool_passes() -> None:
     default = xm.Pipeline.default()
     sequential = default.sequential()
     assert sequential.stage_names == default.stage_names
     for stage in default.stage_names:
-        expected = [SEQUENTIAL_LOOPS if p == PARALLEL_LOOPS else p
-                    for p in default.passes(stage) if p != ASYNC_TO_LLVM]
+        expected = [p for p in default.passes(stage) if p is not PARALLEL_LOOPS and p is not TASKS_TO_LLVM]
         assert sequential.passes(stage) == expected
-    assert any(PARALLEL_LOOPS in default.passes(s) for s in default.stage_names)
+    assert PARALLEL_LOOPS in default.passes("loops") and TASKS_TO_LLVM in default.passes("llvm")
+    assert SEQUENTIAL_LOOPS in sequential.passes("loops")
     assert all("async" not in p for s in sequential.stage_names for p in sequential.passes(s)
                if isinstance(p, str))
 
@@ -34,6 +34,7 @@ def test_sequential_program_runs_without_the_async_runtime() -> None:
     x = b.parameter(0, xm.Shape.array(xm.F32, (512, 1024)))
     b.exp(x)
     exe = xm.compile(b.build(), pipeline=xm.Pipeline.default().sequential())
-    assert "async" not in exe.stages["llvm"]
+    assert "async" not in exe.stages["llvm"] and "mlirAsyncRuntime" not in exe.stages["llvm"]
+    assert "_parallel_" not in exe.stages["llvm"]
     a = np.linspace(-3, 3, 512 * 1024, dtype=np.float32).reshape(512, 1024)
     np.testing.assert_allclose(exe(a), np.exp(a), rtol=1e-6)

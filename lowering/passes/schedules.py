@@ -33,7 +33,8 @@ dot_general makes of transposed operands: A stored [K, M], B stored [N, K]):
      then vectorized: the k step is an outer product MR x NR, lowered to MR
      broadcasts and `vector.fma`s; the accumulator's read/write are hoisted out of
      the k loop (`hoist_loop_invariant_subsets`), so it stays in registers.
-  5. scf.forall becomes async tasks in the "loops" stage (async-parallel-for).
+  5. scf.forall becomes tasks on the async runtime's thread pool from the "loops" stage on
+     (lowering/passes/parallel_tasks.py).
 When N is not a multiple of NR, the columns past the last whole panel are a second
 part, scheduled the same way with one panel of their own width (`_column_parts`: an
 MR x (N mod NR) register tile on shorter vectors; its packing a plain loop): each part
@@ -615,7 +616,8 @@ def _padding_script(i: int) -> str:
     """Fill of the padded input, one pixel's channels per vector step, and the interior
     as a linalg.copy (the affine path copies it after bufferization). Not split across
     cores: measured, the split saved nothing at run time and each parallel loop costs
-    ~40 ms of compile time (async coroutines in LLVM)."""
+    compile time (~40 ms with the async coroutines it had then; an outlined body and a
+    dispatcher now, lowering/passes/parallel_tasks.py)."""
     return _lines(
         _match(f"%pf{i}", "linalg.fill", f"{TAG}.padfill", i),
         _tile_for(f"%pft2_{i}", f"%pfl{i}", f"%pf{i}", [1, 1, 1, 0]),
@@ -786,7 +788,8 @@ def _part_params(p: Params, nr: int, columns: int, n: int) -> Params:
     """The Params of a part of the columns (`_column_parts`). A narrow part small enough
     that running it on one core leaves the others idle for under 1/16 of the product's
     time (columns x threads <= N / 16) runs on one core: that saves its parallel loop
-    (async coroutines in LLVM: ~100-300 ms of compile time measured for N = 1000)."""
+    (with the async coroutines it had then: ~100-300 ms of compile time measured for
+    N = 1000)."""
     small = 16 * columns * p.threads <= n
     return replace(p, nr=nr, threads=1 if nr != p.nr and small else p.threads)
 

@@ -1,0 +1,152 @@
+"""Parallel loops as plain tasks on the async runtime's thread pool
+(lowering/passes/parallel_tasks.py): no async dialect and no LLVM coroutines in the
+lowered program, the loops still split across cores, and results that do not depend on
+how many worker threads run them."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+from mlir import ir
+from mlir.execution_engine import ExecutionEngine
+from mlir.runtime import get_ranked_memref_descriptor
+
+import xlamlir as xm
+from xlamlir.dialect.irdl import new_context
+from xlamlir.lowering.pipeline import Pipeline
+from xlamlir.runtime.compiler import load_async_runtime
+
+F32 = xm.F32
+
+
+def softmax(n: int) -> xm.XlaComputation:
+    b = xm.XlaBuilder("softmax")
+    x = b.parameter(0, xm.Shape.array(F32, (n, n)))
+    m = b.reduce(x, b.constant(np.float32(-np.inf)), lambda a, v: a.builder.max(a, v), [1])
+    e = b.exp(b.sub(x, b.broadcast_in_dim(m, (n, n), [0])))
+    s = b.reduce(e, b.constant(np.float32(0)), lambda a, v: a + v, [1])
+    return b.build(b.div(e, b.broadcast_in_dim(s, (n, n), [0])))
+
+
+def matmul(n: int) -> xm.XlaComputation:
+    b = xm.XlaBuilder("matmul")
+    b.dot(b.parameter(0, xm.Shape.array(F32, (n, n))), b.parameter(1, xm.Shape.array(F32, (n, n))))
+    return b.build()
+
+
+def test_large_ops_run_as_tasks_without_coroutines() -> None:
+    exe = xm.compile(softmax(512))
+    loops, llvm = exe.stages["loops"], exe.stages["llvm"]
+    # Each split loop became a call to its dispatcher, its body a function of its own.
+    assert "scf.parallel" not in loops and "async." not in loops
+    assert loops.count("call @main_parallel_") >= 2
+    assert "func.func private @main_parallel_0_body(" in loops
+    # No async dialect, no coroutine: a trampoline submitted to the thread pool.
+    assert "async." not in llvm and "coro" not in llvm
+    assert "llvm.func @main_parallel_0_task(" in llvm
+    assert "llvm.call @mlirAsyncRuntimeExecute(" in llvm
+    assert "llvm.atomicrmw sub" in llvm
+
+
+def test_small_ops_have_no_parallel_loop() -> None:
+    b = xm.XlaBuilder("small")
+    b.exp(b.parameter(0, xm.Shape.array(F32, (64,))))
+    llvm = xm.compile(b.build()).stages["llvm"]
+    assert "_parallel_" not in llvm and "mlirAsyncRuntime" not in llvm
+
+
+# Two loops the library's schedules never make: a 2-D one with more iterations than
+# worker threads (blocks of several iterations, the last one shorter) and a 1-D one with
+# a lower bound and a step; both read a value computed at run time.
+_LOOPS = """
+func.func @main(%out: memref<7x5xi64>, %strided: memref<20xi64>, %k: i64)
+    attributes {llvm.emit_c_interface} {
+  %c100 = arith.constant 100 : i64
+  %scale = arith.muli %k, %c100 : i64
+  scf.forall (%i, %j) in (7, 5) {
+    %ii = arith.index_cast %i : index to i64
+    %jj = arith.index_cast %j : index to i64
+    %a = arith.muli %ii, %scale : i64
+    %v = arith.addi %a, %jj : i64
+    memref.store %v, %out[%i, %j] : memref<7x5xi64>
+  }
+  scf.forall (%i) = (2) to (20) step (3) {
+    %ii = arith.index_cast %i : index to i64
+    %v = arith.addi %ii, %k : i64
+    memref.store %v, %strided[%i] : memref<20xi64>
+  }
+  return
+}
+"""
+
+
+def _lowered(text: str, pipeline: Pipeline) -> ir.Module:
+    module = ir.Module.parse(text)
+    Pipeline([(s, pipeline.passes(s)) for s in ("loops", "llvm")]).run(module)
+    return module
+
+
+def test_hand_written_loops_give_every_iteration_once() -> None:
+    load_async_runtime()
+    for pipeline in (Pipeline.default(), Pipeline.default().sequential()):
+        with new_context(), ir.Location.unknown():
+            module = _lowered(_LOOPS, pipeline)
+            llvm = str(module)
+            assert ("mlirAsyncRuntimeExecute" in llvm) == (pipeline.passes("llvm")
+                                                           == Pipeline.default().passes("llvm"))
+            engine = ExecutionEngine(module, opt_level=2)
+            out = np.full((7, 5), -1, dtype=np.int64)
+            strided = np.full(20, -1, dtype=np.int64)
+            descriptors = [ctypes.pointer(ctypes.pointer(get_ranked_memref_descriptor(a)))
+                           for a in (out, strided)]
+            engine.invoke("main", *descriptors, ctypes.pointer(ctypes.c_int64(3)))
+        i, j = np.indices((7, 5))
+        np.testing.assert_array_equal(out, i * 300 + j)
+        expected = np.full(20, -1, dtype=np.int64)
+        expected[2:20:3] = np.arange(2, 20, 3) + 3
+        np.testing.assert_array_equal(strided, expected)
+
+
+_ONE_WORKER = textwrap.dedent("""
+    import ctypes, json, os, sys
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    import numpy as np
+    sys.path.insert(0, os.path.dirname(sys.argv[1]))
+    import test_parallel_tasks as t
+    from xlamlir.runtime.compiler import _async_runtime, load_async_runtime
+    import xlamlir as xm
+    load_async_runtime()
+    workers = _async_runtime[0].mlirAsyncRuntimGetNumWorkerThreads()
+    x, w = t.inputs()
+    np.save(sys.argv[2], xm.compile(t.softmax(256))(x))
+    np.save(sys.argv[3], xm.compile(t.matmul(192))(w, w))
+    print(json.dumps({"workers": workers}))
+""")
+
+
+def inputs() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(7)
+    return (rng.standard_normal((256, 256), dtype=np.float32),
+            rng.standard_normal((192, 192), dtype=np.float32))
+
+
+def test_results_do_not_depend_on_the_number_of_worker_threads(tmp_path: Path) -> None:
+    """The same programs in a process confined to one core (one worker thread: every
+    loop runs on the calling thread) give bit-identical results."""
+    x, w = inputs()
+    many = xm.compile(softmax(256))(x), xm.compile(matmul(192))(w, w)
+    paths = [tmp_path / "softmax.npy", tmp_path / "matmul.npy"]
+    env = {**os.environ, "XLAMLIR_CACHE_DIR": "off"}
+    run = subprocess.run([sys.executable, "-c", _ONE_WORKER, __file__, *map(str, paths)],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout.splitlines()[-1])["workers"] == 1
+    for ours, path in zip(many, paths):
+        np.testing.assert_array_equal(np.load(path), ours)
