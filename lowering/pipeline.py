@@ -23,6 +23,7 @@ from .passes.destinations import output_tensors, split_shared_inits
 from .passes.exact_fma import exact_fma
 from .passes.fusion import duplicate_cheap_producers
 from .passes.i1_memory import widen_i1_memrefs
+from .passes.loop_hints import no_outer_unrolling
 from .passes.loop_state import loop_state_in_place
 from .passes.parallel_outputs import outputs_as_inputs
 from .passes.parallel_tasks import outline_parallel_loops, parallel_tasks_to_llvm
@@ -110,6 +111,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         PARALLEL_LOOPS,
         "lower-affine",
         "convert-vector-to-scf",
+        # Loops containing loops not unrolled by LLVM (its copies of the inner loops cost
+        # JIT time for nothing: our schedules unrolled what pays).
+        no_outer_unrolling,
         "convert-scf-to-cf",
         "canonicalize",
     ]),

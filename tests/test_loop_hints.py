@@ -1,0 +1,56 @@
+"""Loop hints (lowering/passes/loop_hints.py): loops containing loops are marked not to
+be unrolled by LLVM, innermost loops are left alone, and the marks reach the LLVM
+dialect (the latch branches) through the pipeline."""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+
+import xlamlir as xm
+from xlamlir.dialect.irdl import new_context
+from xlamlir.lowering.passes.loop_hints import no_outer_unrolling
+from xlamlir.lowering.pipeline import run_pass
+
+_NESTED = """
+func.func @f(%m: memref<8x64xf32>, %v: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  scf.for %i = %c0 to %c8 step %c1 {
+    scf.for %j = %c0 to %c64 step %c1 {
+      memref.store %v, %m[%i, %j] : memref<8x64xf32>
+    }
+  }
+  scf.for %j = %c0 to %c64 step %c1 {
+    memref.store %v, %m[%c0, %j] : memref<8x64xf32>
+  }
+  return
+}
+"""
+
+
+def test_only_loops_containing_loops_are_marked() -> None:
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.parse(_NESTED)
+        run_pass(module, "loops", no_outer_unrolling)
+        loops = []
+        module.operation.walk(lambda op: (loops.append(op) if op.name == "scf.for" else None,
+                                          ir.WalkResult.ADVANCE)[1], ir.WalkOrder.PRE_ORDER)
+        marked = ["loop_annotation" in loop.attributes for loop in loops]
+    assert marked == [True, False, False]  # outer, its inner loop, the lone loop
+
+
+def test_hints_reach_the_llvm_stage_of_a_matmul() -> None:
+    b = xm.XlaBuilder("matmul")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (96, 64)))
+    w = b.parameter(1, xm.Shape.array(xm.F32, (64, 80)))
+    b.dot(x, w)
+    exe = xm.compile(b.build())
+    llvm = exe.stages["llvm"]
+    assert "#llvm.loop_unroll<disable = true>" in llvm
+    assert "{loop_annotation = #loop_annotation}" in llvm
+    rng = np.random.default_rng(0)
+    a, c = rng.standard_normal((96, 64), dtype=np.float32), rng.standard_normal((64, 80), dtype=np.float32)
+    np.testing.assert_allclose(exe(a, c), a.astype(np.float64) @ c, rtol=1e-4, atol=1e-4)
