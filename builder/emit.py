@@ -17,7 +17,7 @@ from mlir.dialects import func
 
 from ..dialect.attributes import to_mlir
 from ..dialect.errors import ShapeError
-from ..dialect.irdl import OPERAND_SEGMENTS, RESULT_SEGMENTS, new_context, segment_runs
+from ..dialect.irdl import OPERAND_SEGMENTS, RESULT_SEGMENTS, charge_context, reused_context, segment_runs
 from ..dialect.mlir_types import to_mlir_type_text
 from ..dialect.registry import ELEMENTS
 from ..dialect.shape import Shape
@@ -92,10 +92,11 @@ def check_parameters(builder: XlaBuilder) -> list[XlaOp]:
 
 
 class ModuleEmitter:
-    """Emits one entry computation and its sub-computations into a fresh module."""
+    """Emits one entry computation and its sub-computations into a fresh module (in the
+    thread's reusable context)."""
 
     def __init__(self) -> None:
-        self.context = new_context()
+        self.context = reused_context()
         self.types = _TypeCache()
         with self.context, ir.Location.unknown():
             self.module = ir.Module.create()
@@ -198,4 +199,6 @@ class ModuleEmitter:
     def text(self) -> tuple[str, str]:
         """The module's text, without and with source locations."""
         self.module.operation.verify()
-        return str(self.module), self.module.operation.get_asm(enable_debug_info=True)
+        text = str(self.module)
+        charge_context(self.context, len(text))
+        return text, self.module.operation.get_asm(enable_debug_info=True)

@@ -85,6 +85,36 @@ def new_context() -> ir.Context:
     return ctx
 
 
+# A context costs ~10 ms of CPU to make (every upstream dialect registered, the xhlo IRDL
+# parsed and loaded) and starts its own thread pool: once per build and once per compile,
+# that was as much as JAX's whole compile of a small program. Each thread reuses one for
+# the transient modules of building and compiling. A context never frees what it uniqued
+# (types, attributes: a program's constants too), so it is replaced after this many uses
+# or this many characters of module text.
+CONTEXT_USES = 64
+CONTEXT_TEXT_CHARS = 16 << 20
+_reused = threading.local()
+
+
+def reused_context(text_chars: int = 0) -> ir.Context:
+    """This thread's reusable context (see CONTEXT_USES), for a module about `text_chars`
+    long. A context replaced while a caller still holds it lives on until released."""
+    state = getattr(_reused, "state", None)
+    if state is None or state[1] >= CONTEXT_USES or state[2] >= CONTEXT_TEXT_CHARS:
+        state = _reused.state = [new_context(), 0, 0]
+    state[1] += 1
+    state[2] += text_chars
+    return state[0]
+
+
+def charge_context(context: ir.Context, text_chars: int) -> None:
+    """Count `text_chars` more of module text against `context` if it is this thread's
+    reusable one (for modules whose size is known only once built)."""
+    state = getattr(_reused, "state", None)
+    if state is not None and state[0] is context:
+        state[2] += text_chars
+
+
 def segment_runs(types: Sequence[Any]) -> list[int]:
     """Lengths of the runs of equal consecutive types, padded to MAX_RUNS."""
     runs: list[int] = []

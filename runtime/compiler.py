@@ -4,8 +4,8 @@ Compiled executables are cached by (module text, pipeline, replicas, target CPU)
 in an LRU of `CACHE_SIZE` entries, and on disk across processes (runtime/disk_cache.py).
 `target_cpu` (runtime/targets.py) picks the CPU the JIT generates code for and the
 matmul/conv schedules' register tiles.
-Each compile uses a fresh MLIR context, released with the module once the
-engine holds the machine code. Imports `dialect`,
+Each compile uses its thread's reusable MLIR context (dialect/irdl.py:
+`reused_context`); the module is released once the engine holds the machine code. Imports `dialect`,
 `lowering` and `runtime`.
 """
 
@@ -22,7 +22,7 @@ from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
 from ..dialect.errors import CompileError, ShapeError
-from ..dialect.irdl import new_context
+from ..dialect.irdl import reused_context
 from ..dialect.verify import program_shape_of
 from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
 from ..lowering.patterns.boundary import DYNAMIC_STRIDES_ATTR, entry_result_shape, result_leaf_shapes
@@ -186,7 +186,7 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
                       dynamic_strides: bool, cpu: str,
                       entry: disk_cache.Entry | None = None) -> Executable:
     started = time.perf_counter()
-    context = new_context()
+    context = reused_context(len(text))
     with context, ir.Location.unknown():
         module = parse_module(text, num_replicas)
         parameter_shapes, result_shape = program_shape_of(module)
