@@ -14,11 +14,17 @@ on a worker. Two passes replace the three:
   dispatcher's own body calls the body function on all iterations, so without the
   second pass the program is still correct, just sequential.
 - `parallel_tasks_to_llvm` (LLVM level, "llvm" stage, after convert-func-to-llvm):
-  each dispatcher's body becomes: blocks = min(total, worker threads); the captured
-  arguments stored in a context struct on the stack; blocks 1.. submitted with
-  `mlirAsyncRuntimeExecute` to a plain trampoline that runs the body function on its
-  block and counts down an atomic counter (the last one emplaces a token); the calling
-  thread runs block 0 itself, then awaits the token.
+  each body function becomes `body(context, first, last)`, reading the captured values
+  from a struct; each call of a dispatcher becomes stores of those values into a
+  context on the caller's stack and a call of the module's one shared dispatcher
+  `xlamlir_parallel_for(body, context, total)`: blocks = min(total, worker threads),
+  blocks 1.. submitted with `mlirAsyncRuntimeExecute` to the one shared plain
+  trampoline, which runs the body on its block and counts down an atomic counter (the
+  last one emplaces a token); the calling thread runs block 0 itself, then awaits the
+  token. Per loop, only its body is code of its own: the ExecutionEngine gives every
+  function a packed wrapper unpacking its arguments, and the first version (one
+  dispatcher and one trampoline per loop, each taking all the values) was half of
+  softmax's machine code.
 
 Iterations are independent (scf.forall semantics), so how they are split into blocks
 changes nothing in the results: they do not depend on the number of worker threads.
@@ -30,7 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlir import ir
-from mlir.dialects import arith, func, scf
+from mlir.dialects import arith, func, llvm, scf
 
 #: Marks a dispatcher (func.func, then llvm.func) with the name of its body function.
 BODY_ATTR = "xlamlir.parallel_body"
@@ -170,7 +176,12 @@ def _outline(function: Any, loop: Any, name: str) -> None:
 # ---------------------------------------------------------------------------------------
 # LLVM level
 
-_RECORD = "!llvm.struct<(ptr, i64, i64)>"  # a block: the context, first and last iteration
+PARALLEL_FOR = "xlamlir_parallel_for"  # (body, context, total): the one shared dispatcher
+_TASK = "xlamlir_parallel_task"  # (record): the one shared trampoline
+# A parallel loop's run on the dispatcher's stack: the body, its context, the iteration
+# count, the block size, blocks still running on workers, the token the last one emplaces.
+_JOB = "!llvm.struct<(ptr, ptr, i64, i64, i64, ptr)>"
+_RECORD = "!llvm.struct<(ptr, i64)>"  # a block of a job: the job and the block's number
 _RUNTIME = {
     "mlirAsyncRuntimeCreateToken": "() -> !llvm.ptr",
     "mlirAsyncRuntimeEmplaceToken": "(!llvm.ptr)",
@@ -179,6 +190,7 @@ _RUNTIME = {
     "mlirAsyncRuntimeExecute": "(!llvm.ptr, !llvm.ptr)",
     "mlirAsyncRuntimGetNumWorkerThreads": "() -> i64",  # sic: the runtime's spelling
 }
+_BODY = "!llvm.ptr, (!llvm.ptr, i64, i64) -> ()"  # an indirect call of a body function
 
 
 def _declaration(name: str, signature: str) -> str:
@@ -187,52 +199,43 @@ def _declaration(name: str, signature: str) -> str:
     return f'llvm.func @{name}{params}{returns} attributes {{sym_visibility = "private"}}'
 
 
-def _task_text(name: str, body: str, types: list[str]) -> str:
-    """The trampoline run on a worker: its block of iterations, then the countdown."""
-    context = f"!llvm.struct<({', '.join([*types, 'i64', 'ptr'])})>"
-    n = len(types)
-    loads = "\n".join(
-        f"  %ap{k} = llvm.getelementptr %ctx[0, {k}] : (!llvm.ptr) -> !llvm.ptr, {context}\n"
-        f"  %a{k} = llvm.load %ap{k} : !llvm.ptr -> {t}" for k, t in enumerate(types))
-    args = "".join(f", %a{k}" for k in range(n))
-    arg_types = "".join(f", {t}" for t in types)
-    return f"""
-llvm.func @{name}_task(%rec: !llvm.ptr) attributes {{sym_visibility = "private"}} {{
-  %ctx = llvm.load %rec : !llvm.ptr -> !llvm.ptr
-  %fp = llvm.getelementptr %rec[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_RECORD}
-  %first = llvm.load %fp : !llvm.ptr -> i64
-  %lp = llvm.getelementptr %rec[0, 2] : (!llvm.ptr) -> !llvm.ptr, {_RECORD}
-  %last = llvm.load %lp : !llvm.ptr -> i64
-{loads}
-  llvm.call @{body}(%first, %last{args}) : (i64, i64{arg_types}) -> ()
+def _field(ptr: str, struct: str, k: int, name: str) -> str:
+    return f"  %{name} = llvm.getelementptr %{ptr}[0, {k}] : (!llvm.ptr) -> !llvm.ptr, {struct}"
+
+
+# Internal and never inlined: one copy each per module, whatever the number of loops.
+_SHARED = f"""
+llvm.func internal @{_TASK}(%rec: !llvm.ptr) attributes {{no_inline}} {{
+  %job = llvm.load %rec : !llvm.ptr -> !llvm.ptr
+{_field("rec", _RECORD, 1, "bp")}
+  %b = llvm.load %bp : !llvm.ptr -> i64
+  %fn = llvm.load %job : !llvm.ptr -> !llvm.ptr
+{_field("job", _JOB, 1, "cp")}
+  %ctx = llvm.load %cp : !llvm.ptr -> !llvm.ptr
+{_field("job", _JOB, 2, "tp")}
+  %total = llvm.load %tp : !llvm.ptr -> i64
+{_field("job", _JOB, 3, "sp")}
+  %size = llvm.load %sp : !llvm.ptr -> i64
+  %first = llvm.mul %b, %size : i64
+  %end = llvm.add %first, %size : i64
+  %over = llvm.icmp "slt" %total, %end : i64
+  %last = llvm.select %over, %total, %end : i1, i64
+  llvm.call %fn(%ctx, %first, %last) : {_BODY}
   %one = llvm.mlir.constant(1 : i64) : i64
-  %cp = llvm.getelementptr %ctx[0, {n}] : (!llvm.ptr) -> !llvm.ptr, {context}
-  %left = llvm.atomicrmw sub %cp, %one acq_rel : !llvm.ptr, i64
+{_field("job", _JOB, 4, "pp")}
+  %left = llvm.atomicrmw sub %pp, %one acq_rel : !llvm.ptr, i64
   %done = llvm.icmp "eq" %left, %one : i64
   llvm.cond_br %done, ^emplace, ^exit
 ^emplace:
-  %tp = llvm.getelementptr %ctx[0, {n + 1}] : (!llvm.ptr) -> !llvm.ptr, {context}
-  %token = llvm.load %tp : !llvm.ptr -> !llvm.ptr
+{_field("job", _JOB, 5, "kp")}
+  %token = llvm.load %kp : !llvm.ptr -> !llvm.ptr
   llvm.call @mlirAsyncRuntimeEmplaceToken(%token) : (!llvm.ptr) -> ()
   llvm.br ^exit
 ^exit:
   llvm.return
 }}
-"""
 
-
-def _dispatch_text(name: str, body: str, types: list[str]) -> str:
-    """The dispatcher: blocks 1.. to the thread pool, block 0 here, then the wait."""
-    context = f"!llvm.struct<({', '.join([*types, 'i64', 'ptr'])})>"
-    n = len(types)
-    params = "".join(f", %a{k}: {t}" for k, t in enumerate(types))
-    args = "".join(f", %a{k}" for k in range(n))
-    arg_types = "".join(f", {t}" for t in types)
-    stores = "\n".join(
-        f"  %ap{k} = llvm.getelementptr %ctx[0, {k}] : (!llvm.ptr) -> !llvm.ptr, {context}\n"
-        f"  llvm.store %a{k}, %ap{k} : {t}, !llvm.ptr" for k, t in enumerate(types))
-    return f"""
-llvm.func @{name}(%total: i64{params}) attributes {{sym_visibility = "private"}} {{
+llvm.func internal @{PARALLEL_FOR}(%fn: !llvm.ptr, %ctx: !llvm.ptr, %total: i64) attributes {{no_inline}} {{
   %zero = llvm.mlir.constant(0 : i64) : i64
   %one = llvm.mlir.constant(1 : i64) : i64
   %workers = llvm.call @mlirAsyncRuntimGetNumWorkerThreads() : () -> i64
@@ -241,7 +244,7 @@ llvm.func @{name}(%total: i64{params}) attributes {{sym_visibility = "private"}}
   %alone = llvm.icmp "sle" %wanted, %one : i64
   llvm.cond_br %alone, ^sequential, ^parallel
 ^sequential:
-  llvm.call @{body}(%zero, %total{args}) : (i64, i64{arg_types}) -> ()
+  llvm.call %fn(%ctx, %zero, %total) : {_BODY}
   llvm.return
 ^parallel:
   %wm1 = llvm.sub %wanted, %one : i64
@@ -250,41 +253,89 @@ llvm.func @{name}(%total: i64{params}) attributes {{sym_visibility = "private"}}
   %sm1 = llvm.sub %size, %one : i64
   %ts = llvm.add %total, %sm1 : i64
   %blocks = llvm.sdiv %ts, %size : i64
-  %ctx = llvm.alloca %one x {context} {{alignment = 16 : i64}} : (i64) -> !llvm.ptr
-{stores}
   %others = llvm.sub %blocks, %one : i64
-  %cp = llvm.getelementptr %ctx[0, {n}] : (!llvm.ptr) -> !llvm.ptr, {context}
-  llvm.store %others, %cp : i64, !llvm.ptr
   %token = llvm.call @mlirAsyncRuntimeCreateToken() : () -> !llvm.ptr
-  %tp = llvm.getelementptr %ctx[0, {n + 1}] : (!llvm.ptr) -> !llvm.ptr, {context}
-  llvm.store %token, %tp : !llvm.ptr, !llvm.ptr
+  %job = llvm.alloca %one x {_JOB} {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
+  llvm.store %fn, %job : !llvm.ptr, !llvm.ptr
+{_field("job", _JOB, 1, "cp")}
+  llvm.store %ctx, %cp : !llvm.ptr, !llvm.ptr
+{_field("job", _JOB, 2, "tp")}
+  llvm.store %total, %tp : i64, !llvm.ptr
+{_field("job", _JOB, 3, "sp")}
+  llvm.store %size, %sp : i64, !llvm.ptr
+{_field("job", _JOB, 4, "pp")}
+  llvm.store %others, %pp : i64, !llvm.ptr
+{_field("job", _JOB, 5, "kp")}
+  llvm.store %token, %kp : !llvm.ptr, !llvm.ptr
   %recs = llvm.alloca %blocks x {_RECORD} {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
-  %task = llvm.mlir.addressof @{name}_task : !llvm.ptr
+  %task = llvm.mlir.addressof @{_TASK} : !llvm.ptr
   llvm.br ^submit(%one : i64)
 ^submit(%b: i64):
   %more = llvm.icmp "slt" %b, %blocks : i64
   llvm.cond_br %more, ^next, ^own
 ^next:
   %rec = llvm.getelementptr %recs[%b] : (!llvm.ptr, i64) -> !llvm.ptr, {_RECORD}
-  %first = llvm.mul %b, %size : i64
-  %b1 = llvm.add %b, %one : i64
-  %end = llvm.mul %b1, %size : i64
-  %over = llvm.icmp "slt" %total, %end : i64
-  %last = llvm.select %over, %total, %end : i1, i64
-  llvm.store %ctx, %rec : !llvm.ptr, !llvm.ptr
-  %fp = llvm.getelementptr %rec[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_RECORD}
-  llvm.store %first, %fp : i64, !llvm.ptr
-  %lp = llvm.getelementptr %rec[0, 2] : (!llvm.ptr) -> !llvm.ptr, {_RECORD}
-  llvm.store %last, %lp : i64, !llvm.ptr
+  llvm.store %job, %rec : !llvm.ptr, !llvm.ptr
+{_field("rec", _RECORD, 1, "bp")}
+  llvm.store %b, %bp : i64, !llvm.ptr
   llvm.call @mlirAsyncRuntimeExecute(%rec, %task) : (!llvm.ptr, !llvm.ptr) -> ()
+  %b1 = llvm.add %b, %one : i64
   llvm.br ^submit(%b1 : i64)
 ^own:
-  llvm.call @{body}(%zero, %size{args}) : (i64, i64{arg_types}) -> ()
+  llvm.call %fn(%ctx, %zero, %size) : {_BODY}
   llvm.call @mlirAsyncRuntimeAwaitToken(%token) : (!llvm.ptr) -> ()
   llvm.call @mlirAsyncRuntimeDropRef(%token, %one) : (!llvm.ptr, i64) -> ()
   llvm.return
 }}
 """
+
+
+def _context(types: list[str]) -> str:
+    return f"!llvm.struct<({', '.join(types)})>" if types else "!llvm.struct<(i64)>"
+
+
+def _dispatch_at(call: Any, body: str, types: list[ir.Type]) -> None:
+    """The call of a loop's dispatcher replaced by its values stored into a context (on
+    the caller's stack: allocated in its entry block, once however often the loop runs)
+    and a call of the shared dispatcher. Inline: a dispatcher function would get a
+    packed wrapper from the ExecutionEngine unpacking all its values (~100 instructions)."""
+    ptr, i64 = ir.Type.parse("!llvm.ptr"), ir.IntegerType.get_signless(64)
+    context = ir.Type.parse(_context([str(t) for t in types]))
+    caller = call.parent
+    while caller.name != "llvm.func":
+        caller = caller.parent
+    entry = caller.regions[0].blocks[0]
+    with call.location:
+        with ir.InsertionPoint.at_block_begin(entry):
+            one = llvm.ConstantOp(i64, ir.IntegerAttr.get(i64, 1)).result
+            ctx = llvm.alloca(ptr, one, context, alignment=16)
+        with ir.InsertionPoint(call):
+            total, *values = list(call.operands)
+            for k, value in enumerate(values):
+                llvm.store(value, llvm.getelementptr(ptr, ctx, [], [0, k], context, 0))
+            fn = llvm.AddressOfOp(ptr, ir.FlatSymbolRefAttr.get(body)).result
+            llvm.CallOp(None, [fn, ctx, total], [], [], callee=ir.FlatSymbolRefAttr.get(PARALLEL_FOR))
+    call.erase()
+
+
+def _read_context(body_fn: Any, types: list[ir.Type]) -> None:
+    """`body_fn(first, last, values...)` becomes `body_fn(context, first, last)`: a new
+    entry block loads the values from the context and branches to the old one."""
+    ptr, i64 = ir.Type.parse("!llvm.ptr"), ir.IntegerType.get_signless(64)
+    old = body_fn.regions[0].blocks[0]
+    location = body_fn.location
+    entry = old.create_before(ptr, i64, i64, arg_locs=[location] * 3)
+    context = ir.Type.parse(_context([str(t) for t in types]))
+    with ir.InsertionPoint(entry), location:
+        ctx, first, last = entry.arguments
+        values = []
+        for k, t in enumerate(types):
+            address = llvm.getelementptr(ptr, ctx, [], [0, k], context, 0)
+            values.append(llvm.load(t, address))
+        llvm.br([first, last, *values], old)
+    body_fn.attributes["function_type"] = ir.TypeAttr.get(ir.Type.parse("!llvm.func<void (ptr, i64, i64)>"))
+    if "arg_attrs" in body_fn.attributes:
+        del body_fn.attributes["arg_attrs"]
 
 
 def parallel_tasks_to_llvm(module_op: Any, pass_: Any) -> None:
@@ -297,22 +348,32 @@ def parallel_tasks_to_llvm(module_op: Any, pass_: Any) -> None:
         return
     defined = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in top.operations
                if "sym_name" in op.attributes}
-    texts, declarations = [], dict(_RUNTIME)
+    calls: dict[str, list[Any]] = {}
+
+    def visit(op: Any) -> ir.WalkResult:
+        if op.name == "llvm.call" and "callee" in op.attributes:
+            calls.setdefault(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, []).append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.walk(visit)
+    bodies = []
     for dispatcher in dispatchers:
         name = ir.StringAttr(dispatcher.attributes["sym_name"]).value
         body = ir.FlatSymbolRefAttr(dispatcher.attributes[BODY_ATTR]).value
-        types = [str(a.type) for a in list(dispatcher.regions[0].blocks[0].arguments)[1:]]
-        texts += [_task_text(name, body, types), _dispatch_text(name, body, types)]
-        body_fn = defined[body]
-        # One copy of the (large) body: LLVM would inline it into the trampoline and
-        # the dispatcher's two calls (three times the code to generate).
-        body_fn.attributes["no_inline"] = ir.UnitAttr.get()
-        params = ", ".join(["i64", "i64", *types])
-        declarations[body] = f"({params})"
+        types = [a.type for a in list(dispatcher.regions[0].blocks[0].arguments)[1:]]
+        for call in calls.get(name, []):
+            _dispatch_at(call, body, types)
+        _read_context(defined[body], types)
+        # One copy of the body, called by the shared dispatcher and trampoline.
+        defined[body].attributes["no_inline"] = ir.UnitAttr.get()
+        bodies.append(body)
         dispatcher.erase()
-    new = ir.Module.parse("\n".join([_declaration(n, s) for n, s in declarations.items()] + texts))
+    # The text refers to the runtime and to the bodies: declared for parsing only.
+    declarations = [_declaration(n, s) for n, s in _RUNTIME.items()]
+    declarations += [_declaration(b, "(!llvm.ptr, i64, i64)") for b in bodies]
+    new = ir.Module.parse("\n".join([*declarations, _SHARED]))
     for op in list(new.body.operations):
         name = ir.StringAttr(op.attributes["sym_name"]).value
-        if name in declarations and name in defined:
-            continue  # the body functions, or runtime functions declared already
+        if len(op.regions[0].blocks) == 0 and name in defined:
+            continue  # defined (or declared) in the module already
         top.append(op)
