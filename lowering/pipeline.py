@@ -23,6 +23,7 @@ from .passes.destinations import output_tensors, split_shared_inits
 from .passes.exact_fma import exact_fma
 from .passes.fusion import duplicate_cheap_producers
 from .passes.i1_memory import widen_i1_memrefs
+from .passes.jit_wrappers import entry_not_inlined
 from .passes.loop_hints import no_outer_unrolling
 from .passes.loop_state import loop_state_in_place
 from .passes.parallel_outputs import outputs_as_inputs
@@ -139,6 +140,7 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         # The dispatchers: blocks of iterations on the async runtime's thread pool
         # (libmlir_async_runtime, loaded by runtime/compiler.py).
         TASKS_TO_LLVM,
+        entry_not_inlined,  # main compiled once, not also inside each of its wrappers
     ]),
 ]
 
