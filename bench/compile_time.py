@@ -5,7 +5,8 @@ Workloads: axpy f32[4M], softmax f32[1024,1024], matmul f32 512^3, conv 3x3 NHWC
 [8,56,56,64]x[3,3,64,64]. Each is compiled `--repeats` times cold (in-process cache
 cleared, persistent cache off) and JAX's `jit(f).lower(*args).compile()` as often (a new
 function each time, so no hit in JAX's caches); medians. Then the run time of both
-executables (median of blocks of calls).
+executables (median of blocks of calls). Wall and CPU seconds of each compile: on a
+shared machine the CPU time is the steadier of the two.
 
     python bench/compile_time.py [--repeats N] [--no-run] [name-substring ...]
 """
@@ -75,28 +76,34 @@ def conv2d() -> tuple[xm.XlaComputation, Callable[..., Any], tuple[Any, ...]]:
 WORKLOADS = {"axpy": axpy, "softmax": softmax, "matmul_512": matmul, "conv2d": conv2d}
 
 
-def ours(computation: xm.XlaComputation, repeats: int) -> tuple[float, dict[str, float], Any]:
-    totals, parts = [], []
+def ours(computation: xm.XlaComputation,
+         repeats: int) -> tuple[tuple[float, float], dict[str, float], Any]:
+    """(median wall, median CPU seconds), the median stage times, the last executable."""
+    totals, cpu, parts = [], [], []
     exe = None
     for _ in range(repeats):
         clear_cache()
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         exe = xm.compile(computation)
         totals.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
         s = exe.compile_stats
         parts.append({"parse": s["parse_verify_s"], **s["stages_s"], "jit": s["jit_s"]})
     median_parts = {k: statistics.median(p[k] for p in parts) for k in parts[0]}
-    return statistics.median(totals), median_parts, exe
+    return (statistics.median(totals), statistics.median(cpu)), median_parts, exe
 
 
-def theirs(fn: Callable[..., Any], args: tuple[Any, ...], repeats: int) -> tuple[float, Any]:
+def theirs(fn: Callable[..., Any], args: tuple[Any, ...],
+           repeats: int) -> tuple[tuple[float, float], Any]:
     device_args = tuple(jnp.asarray(a) for a in args)
-    times, compiled = [], None
+    times, cpu, compiled = [], [], None
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         compiled = jax.jit(lambda *a: fn(*a)).lower(*device_args).compile()
         times.append(time.perf_counter() - start)
-    return statistics.median(times), (lambda: jax.block_until_ready(compiled(*device_args)))
+        cpu.append(time.process_time() - start_cpu)
+    return ((statistics.median(times), statistics.median(cpu)),
+            (lambda: jax.block_until_ready(compiled(*device_args))))
 
 
 def warm_up() -> None:
@@ -119,11 +126,13 @@ def main(argv: list[str]) -> None:
         if opts.names and not any(n in name for n in opts.names):
             continue
         computation, jax_fn, args = make()
-        ours_s, parts, exe = ours(computation, opts.repeats)
-        jax_s, jax_call = theirs(jax_fn, args, opts.repeats) if jax else (float("nan"), None)
+        (ours_s, ours_cpu), parts, exe = ours(computation, opts.repeats)
+        (jax_s, jax_cpu), jax_call = (theirs(jax_fn, args, opts.repeats) if jax
+                                      else ((float("nan"), float("nan")), None))
         stages = " ".join(f"{k}={v * 1e3:.0f}" for k, v in parts.items())
-        print(f"{name:11s} compile ours {ours_s * 1e3:6.1f} ms  jax {jax_s * 1e3:6.1f} ms  "
-              f"ratio {ours_s / jax_s:5.2f}   [{stages}]", flush=True)
+        print(f"{name:11s} compile ours {ours_s * 1e3:6.1f} ms (CPU {ours_cpu * 1e3:6.1f})  "
+              f"jax {jax_s * 1e3:6.1f} ms (CPU {jax_cpu * 1e3:6.1f})  ratio {ours_s / jax_s:5.2f}"
+              f"   [{stages}]", flush=True)
         if not opts.no_run:
             run_ours = median_time(lambda: exe(*args), 20)
             run_jax = median_time(jax_call, 20) if jax_call else float("nan")
