@@ -86,11 +86,13 @@ def _outside_values(loop: Any) -> tuple[list[ir.Value], list[Any]]:
     computes the trip counts), in first-use order; the sinkable ops among their
     definitions)."""
     inside: set[Any] = set()
-    loop.walk(lambda op: (inside.add(op), ir.WalkResult.ADVANCE)[1])
     captured: dict[ir.Value, None] = {}
     sunk: dict[Any, None] = {}
 
+    # Pre-order: an op inside is seen before its uses (and a region's owner before the
+    # block arguments it defines), so one walk tells inside from outside.
     def visit(op: Any) -> ir.WalkResult:
+        inside.add(op)
         for value in op.operands:
             owner = _defining_op(value)
             if owner in inside:
@@ -101,8 +103,19 @@ def _outside_values(loop: Any) -> tuple[list[ir.Value], list[Any]]:
                 captured[value] = None
         return ir.WalkResult.ADVANCE
 
-    loop.walk(visit)
+    loop.walk(visit, ir.WalkOrder.PRE_ORDER)
     return list(captured), list(sunk)
+
+
+def _strictly_inside(op: Any, loop: Any) -> bool:
+    """Whether `op` is nested in `loop` (by the parent chain: op objects from use lists
+    do not hash like those from walks)."""
+    parent = op.parent
+    while parent is not None:
+        if parent == loop:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _trip_count(lb: ir.Value, ub: ir.Value, step: ir.Value) -> ir.Value:
@@ -147,17 +160,15 @@ def _outline(function: Any, loop: Any, name: str) -> None:
                     ivs[d] = arith.addi(local(lbs[d]), arith.muli(position, local(steps[d])))
                 yield_ = scf.YieldOp([])
             func.ReturnOp([])
+        # Uses of captured values and sunk constants in the loop: the body function's.
+        for value, local_value in mapping.items():
+            for owner, k in [(_op(u.owner), u.operand_number) for u in value.uses]:
+                if _strictly_inside(owner, loop):
+                    owner.operands[k] = local_value
         for arg, iv in zip(body.arguments, ivs):
             arg.replace_all_uses_with(iv)
         for op in list(body.operations)[:-1]:  # all but the scf.reduce terminator
             op.move_before(yield_)
-        # Uses of captured values and sunk constants, now inside the body function.
-        moved: list[Any] = []
-        linear.operation.walk(lambda op: (moved.append(op), ir.WalkResult.ADVANCE)[1])
-        for op in moved:
-            for k, operand in enumerate(op.operands):
-                if operand in mapping:
-                    op.operands[k] = mapping[operand]
         # The dispatcher: sequential until parallel_tasks_to_llvm replaces its body.
         entry = dispatcher.add_entry_block()
         with ir.InsertionPoint(entry):
