@@ -21,7 +21,7 @@ from mlir.runtime import get_ranked_memref_descriptor
 
 import xlamlir as xm
 from xlamlir.dialect.irdl import new_context
-from xlamlir.lowering.pipeline import Pipeline
+from xlamlir.lowering.pipeline import PARALLEL_LOOPS, SEQUENTIAL_LOOPS, Pipeline, run_pass
 from xlamlir.runtime.compiler import load_async_runtime
 
 F32 = xm.F32
@@ -91,6 +91,19 @@ func.func @main(%out: memref<7x5xi64>, %strided: memref<20xi64>, %k: i64)
   return
 }
 """
+
+
+def test_loops_of_private_functions_stay_sequential() -> None:
+    """A task calling a function that dispatched tasks itself could block every worker."""
+    helper = _LOOPS.replace("func.func @main(", "func.func private @helper(").replace(
+        "attributes {llvm.emit_c_interface}", "")
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.parse(_LOOPS + helper)
+        run_pass(module, "loops", SEQUENTIAL_LOOPS)
+        run_pass(module, "loops", PARALLEL_LOOPS)
+        text = str(module)
+    assert "@main_parallel_0(" in text and "@main_parallel_1(" in text
+    assert "helper_parallel" not in text and text.count("scf.parallel") == 2
 
 
 def _lowered(text: str, pipeline: Pipeline) -> ir.Module:

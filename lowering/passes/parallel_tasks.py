@@ -71,14 +71,23 @@ def _outermost_parallel_loops(root: Any) -> list[Any]:
 def outline_parallel_loops(module_op: Any, pass_: Any) -> None:
     """See the module docstring (first pass)."""
     module = _op(module_op)
+    # Public functions only (the entry): a task calling a function whose loop dispatched
+    # tasks of its own would block a worker thread on them, and with every worker so
+    # blocked nothing would run them. Our lowering emits computations inline, so private
+    # functions with loops do not occur; a user's stay sequential.
     functions = [op for op in module.regions[0].blocks[0].operations
-                 if op.operation.name == "func.func" and len(op.regions[0].blocks)]
+                 if op.operation.name == "func.func" and len(op.regions[0].blocks) and _public(op)]
     for function in functions:
         name = ir.StringAttr(function.attributes["sym_name"]).value
         loops = [loop for loop in _outermost_parallel_loops(function.operation)
                  if len(loop.operands) == 3 * len(loop.regions[0].blocks[0].arguments)]
         for i, loop in enumerate(loops):
             _outline(function.operation, loop, f"{name}_parallel_{i}")
+
+
+def _public(function: Any) -> bool:
+    attrs = function.attributes
+    return "sym_visibility" not in attrs or ir.StringAttr(attrs["sym_visibility"]).value == "public"
 
 
 def _outside_values(loop: Any) -> tuple[list[ir.Value], list[Any]]:
