@@ -19,12 +19,12 @@ on a worker. Two passes replace the three:
   context on the caller's stack and a call of the module's one shared dispatcher
   `xlamlir_parallel_for(body, context, total)`: blocks = min(total, worker threads),
   blocks 1.. submitted with `mlirAsyncRuntimeExecute` to the one shared plain
-  trampoline, which runs the body on its block and counts down an atomic counter (the
-  last one emplaces a token); the calling thread runs block 0 itself, then awaits the
-  token. Per loop, only its body is code of its own: the ExecutionEngine gives every
-  function a packed wrapper unpacking its arguments, and the first version (one
-  dispatcher and one trampoline per loop, each taking all the values) was half of
-  softmax's machine code.
+  trampoline, which runs the body on its block and emplaces the block's token (a tail
+  call: nothing of the program runs on a worker after that); the calling thread runs
+  block 0 itself, then awaits the tokens. Per loop, only its body is code of its own:
+  the ExecutionEngine gives every function a packed wrapper unpacking its arguments,
+  and the first version (one dispatcher and one trampoline per loop, each taking all
+  the values) was half of softmax's machine code.
 
 Iterations are independent (scf.forall semantics), so how they are split into blocks
 changes nothing in the results: they do not depend on the number of worker threads.
@@ -199,9 +199,9 @@ def _outline(function: Any, loop: Any, name: str) -> None:
 PARALLEL_FOR = "xlamlir_parallel_for"  # (body, context, total): the one shared dispatcher
 _TASK = "xlamlir_parallel_task"  # (record): the one shared trampoline
 # A parallel loop's run on the dispatcher's stack: the body, its context, the iteration
-# count, the block size, blocks still running on workers, the token the last one emplaces.
-_JOB = "!llvm.struct<(ptr, ptr, i64, i64, i64, ptr)>"
-_RECORD = "!llvm.struct<(ptr, i64)>"  # a block of a job: the job and the block's number
+# count and the block size; and a block of it: the job, the block's number, its token.
+_JOB = "!llvm.struct<(ptr, ptr, i64, i64)>"
+_RECORD = "!llvm.struct<(ptr, i64, ptr)>"
 _RUNTIME = {
     "mlirAsyncRuntimeCreateToken": "() -> !llvm.ptr",
     "mlirAsyncRuntimeEmplaceToken": "(!llvm.ptr)",
@@ -224,6 +224,9 @@ def _field(ptr: str, struct: str, k: int, name: str) -> str:
 
 
 # Internal and never inlined: one copy each per module, whatever the number of loops.
+# A worker's last step in the program's code is a tail call emplacing its block's token:
+# once the caller has seen every token, the program (and its machine code) may be freed
+# while workers are still returning, and none is then left inside that code.
 _SHARED = f"""
 llvm.func internal @{_TASK}(%rec: !llvm.ptr) attributes {{no_inline}} {{
   %job = llvm.load %rec : !llvm.ptr -> !llvm.ptr
@@ -241,17 +244,9 @@ llvm.func internal @{_TASK}(%rec: !llvm.ptr) attributes {{no_inline}} {{
   %over = llvm.icmp "slt" %total, %end : i64
   %last = llvm.select %over, %total, %end : i1, i64
   llvm.call %fn(%ctx, %first, %last) : {_BODY}
-  %one = llvm.mlir.constant(1 : i64) : i64
-{_field("job", _JOB, 4, "pp")}
-  %left = llvm.atomicrmw sub %pp, %one acq_rel : !llvm.ptr, i64
-  %done = llvm.icmp "eq" %left, %one : i64
-  llvm.cond_br %done, ^emplace, ^exit
-^emplace:
-{_field("job", _JOB, 5, "kp")}
+{_field("rec", _RECORD, 2, "kp")}
   %token = llvm.load %kp : !llvm.ptr -> !llvm.ptr
-  llvm.call @mlirAsyncRuntimeEmplaceToken(%token) : (!llvm.ptr) -> ()
-  llvm.br ^exit
-^exit:
+  llvm.call musttail @mlirAsyncRuntimeEmplaceToken(%token) : (!llvm.ptr) -> ()
   llvm.return
 }}
 
@@ -273,8 +268,6 @@ llvm.func internal @{PARALLEL_FOR}(%fn: !llvm.ptr, %ctx: !llvm.ptr, %total: i64)
   %sm1 = llvm.sub %size, %one : i64
   %ts = llvm.add %total, %sm1 : i64
   %blocks = llvm.sdiv %ts, %size : i64
-  %others = llvm.sub %blocks, %one : i64
-  %token = llvm.call @mlirAsyncRuntimeCreateToken() : () -> !llvm.ptr
   %job = llvm.alloca %one x {_JOB} {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
   llvm.store %fn, %job : !llvm.ptr, !llvm.ptr
 {_field("job", _JOB, 1, "cp")}
@@ -283,10 +276,6 @@ llvm.func internal @{PARALLEL_FOR}(%fn: !llvm.ptr, %ctx: !llvm.ptr, %total: i64)
   llvm.store %total, %tp : i64, !llvm.ptr
 {_field("job", _JOB, 3, "sp")}
   llvm.store %size, %sp : i64, !llvm.ptr
-{_field("job", _JOB, 4, "pp")}
-  llvm.store %others, %pp : i64, !llvm.ptr
-{_field("job", _JOB, 5, "kp")}
-  llvm.store %token, %kp : !llvm.ptr, !llvm.ptr
   %recs = llvm.alloca %blocks x {_RECORD} {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
   %task = llvm.mlir.addressof @{_TASK} : !llvm.ptr
   llvm.br ^submit(%one : i64)
@@ -298,13 +287,27 @@ llvm.func internal @{PARALLEL_FOR}(%fn: !llvm.ptr, %ctx: !llvm.ptr, %total: i64)
   llvm.store %job, %rec : !llvm.ptr, !llvm.ptr
 {_field("rec", _RECORD, 1, "bp")}
   llvm.store %b, %bp : i64, !llvm.ptr
+  %token = llvm.call @mlirAsyncRuntimeCreateToken() : () -> !llvm.ptr
+{_field("rec", _RECORD, 2, "kp")}
+  llvm.store %token, %kp : !llvm.ptr, !llvm.ptr
   llvm.call @mlirAsyncRuntimeExecute(%rec, %task) : (!llvm.ptr, !llvm.ptr) -> ()
   %b1 = llvm.add %b, %one : i64
   llvm.br ^submit(%b1 : i64)
 ^own:
   llvm.call %fn(%ctx, %zero, %size) : {_BODY}
-  llvm.call @mlirAsyncRuntimeAwaitToken(%token) : (!llvm.ptr) -> ()
-  llvm.call @mlirAsyncRuntimeDropRef(%token, %one) : (!llvm.ptr, i64) -> ()
+  llvm.br ^await(%one : i64)
+^await(%w: i64):
+  %waiting = llvm.icmp "slt" %w, %blocks : i64
+  llvm.cond_br %waiting, ^wait, ^done
+^wait:
+  %wrec = llvm.getelementptr %recs[%w] : (!llvm.ptr, i64) -> !llvm.ptr, {_RECORD}
+{_field("wrec", _RECORD, 2, "wkp")}
+  %wtoken = llvm.load %wkp : !llvm.ptr -> !llvm.ptr
+  llvm.call @mlirAsyncRuntimeAwaitToken(%wtoken) : (!llvm.ptr) -> ()
+  llvm.call @mlirAsyncRuntimeDropRef(%wtoken, %one) : (!llvm.ptr, i64) -> ()
+  %w1 = llvm.add %w, %one : i64
+  llvm.br ^await(%w1 : i64)
+^done:
   llvm.return
 }}
 """
