@@ -94,17 +94,13 @@ def _outside_values(loop: Any) -> tuple[list[ir.Value], list[Any]]:
     """(values defined outside `loop` that it reads (its bounds too: the body function
     computes the trip counts), in first-use order; the sinkable ops among their
     definitions)."""
-    inside: set[Any] = set()
     captured: dict[ir.Value, None] = {}
     sunk: dict[Any, None] = {}
 
-    # Pre-order: an op inside is seen before its uses (and a region's owner before the
-    # block arguments it defines), so one walk tells inside from outside.
     def visit(op: Any) -> ir.WalkResult:
-        inside.add(op)
         for value in op.operands:
             owner = _defining_op(value)
-            if owner in inside:
+            if owner == loop or _strictly_inside(owner, loop):
                 continue
             if owner.name in _SINKABLE and len(owner.operands) == 0:
                 sunk[owner] = None
@@ -117,8 +113,8 @@ def _outside_values(loop: Any) -> tuple[list[ir.Value], list[Any]]:
 
 
 def _strictly_inside(op: Any, loop: Any) -> bool:
-    """Whether `op` is nested in `loop` (by the parent chain: op objects from use lists
-    do not hash like those from walks)."""
+    """Whether `op` is nested in `loop`, by the parent chain (op objects met in use lists
+    did not always hash like the same ops met in walks)."""
     parent = op.parent
     while parent is not None:
         if parent == loop:
