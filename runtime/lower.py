@@ -9,7 +9,7 @@ from __future__ import annotations
 from mlir import ir
 
 from ..dialect.errors import ArgumentError, CompileError
-from ..dialect.irdl import new_context
+from ..dialect.irdl import reused_context
 from ..dialect.verify import verify_module
 from ..lowering.passes import schedules
 from ..lowering.pipeline import Pipeline
@@ -34,7 +34,7 @@ def pipeline_for_target(pipeline: Pipeline, cpu: str) -> Pipeline:
 def lower_mlir(text: str, pipeline: Pipeline, cpu: str) -> dict[str, str]:
     """The stages of `text` through `pipeline` for `cpu`, without the JIT (for export,
     which may target a CPU this machine cannot run)."""
-    with new_context(), ir.Location.unknown():
+    with reused_context(len(text)), ir.Location.unknown():
         module = parse_module(text, 1)
         return pipeline_for_target(pipeline, cpu).run(module)
 
