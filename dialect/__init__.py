@@ -1,4 +1,4 @@
-"""The xhlo dialect: types and shapes, the op registry and its IRDL form.
+"""The xhlo dialect: types and shapes, the op registry and its verifier.
 
 Importing this package registers every op. Imports nothing outside `dialect`.
 """

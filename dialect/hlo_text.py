@@ -40,9 +40,9 @@ import numpy as np
 from mlir import ir
 
 from .attributes import attribute_values, operand_groups
+from .context import new_context
 from .element_types import PrimitiveType, dtype_of
 from .errors import CompileError
-from .irdl import new_context
 from .mlir_types import shape_from_mlir_type_text
 from .registry import DIALECT, REGISTRY, OpDef
 from .shape import Shape

@@ -17,6 +17,8 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from ..dialect.errors import CompileError
+from ..dialect.registry import DIALECT
+from ..dialect.verify import verify_module
 from .lower_pass import lower_xhlo
 from .passes.approximations import approximate_math
 from .passes.destinations import output_tensors, split_shared_inits
@@ -236,6 +238,9 @@ class Pipeline:
 
         merge = not per_pass and after_each_pass is None
         stages: dict[str, str] = {}
+        # Until lower_xhlo ran, a Python pass's result is verified by dialect/verify.py too:
+        # MLIR's verifier skips the (unregistered) xhlo ops.
+        xhlo_level = True
         for name, passes in self._stages:
             # Kept for a reproducer if a pass fails (the previous stage's text: no cost).
             stage_input = next(reversed(stages.values())) if stages else (text() if passes else "")
@@ -243,7 +248,7 @@ class Pipeline:
                 start = time.perf_counter()
                 try:
                     if len(group) == 1:
-                        run_pass(module, name, group[0])
+                        run_pass(module, name, group[0], verify_xhlo=xhlo_level)
                     else:
                         _run_merged(module, name, group)
                 except CompileError as error:
@@ -251,6 +256,8 @@ class Pipeline:
                         raise  # not a pass failure (a pipeline that does not parse)
                     raise _with_reproducer(error, module.context, name, passes, stage_input) \
                         from error.__cause__
+                if any(p is lower_xhlo for p in group):
+                    xhlo_level = False
                 if timings is not None:
                     timings.append((name, ",".join(describe_pass(p) for p in group),
                                     time.perf_counter() - start))
@@ -343,7 +350,7 @@ def _failing_pass_input(context: ir.Context, stage: str, passes: list[PassSpec],
             before = module.operation.get_asm(enable_debug_info=located)
             spec: PassSpec = group[0] if len(group) == 1 else ",".join(str(p) for p in group)
             try:
-                run_pass(module, stage, spec)
+                run_pass(module, stage, spec, verify_xhlo=f'"{DIALECT}.' in before)
             except CompileError:
                 return spec, before
     return None
@@ -363,7 +370,10 @@ def _run_merged(module: ir.Module, stage: str, group: list[PassSpec]) -> None:
         before.erase()
 
 
-def run_pass(module: ir.Module | ir.Operation, stage: str, spec: PassSpec) -> None:
+def run_pass(module: ir.Module | ir.Operation, stage: str, spec: PassSpec,
+             verify_xhlo: bool = False) -> None:
+    """Run one pass spec; `verify_xhlo`: the module may still hold xhlo ops, which a
+    Python pass's result is checked for (`dialect.verify`, without the shape rules)."""
     context = module.context
     failure: list[BaseException] = []
     diagnostics: list[str] = []
@@ -385,7 +395,8 @@ def run_pass(module: ir.Module | ir.Operation, stage: str, spec: PassSpec) -> No
                                    stage, str(e)) from None
         else:
             pipeline_text = describe_pass(spec)
-            pm.add(_guarded(spec, failure), name=f"py-{pipeline_text}")
+            pm.add(_guarded(spec, failure, verify_xhlo and spec is not lower_xhlo),
+                   name=f"py-{pipeline_text}")
         handler = context.attach_diagnostic_handler(collect)
         try:
             pm.run(module.operation)
@@ -410,12 +421,15 @@ def run_pass(module: ir.Module | ir.Operation, stage: str, spec: PassSpec) -> No
         raise error from failure[0]
 
 
-def _guarded(fn: Callable[[Any, Any], None], failure: list[BaseException]) -> Callable[[Any, Any], None]:
+def _guarded(fn: Callable[[Any, Any], None], failure: list[BaseException],
+             verify_xhlo: bool = False) -> Callable[[Any, Any], None]:
     """A Python pass whose exception becomes a pass failure (the binding would print it)."""
 
     def run(op: Any, pass_: Any) -> None:
         try:
             fn(op, pass_)
+            if verify_xhlo:
+                verify_module(op, shape_rules=False)
         except BaseException as e:  # noqa: BLE001 - re-raised as CompileError by the caller
             failure.append(e)
             pass_.signal_pass_failure()

@@ -21,8 +21,8 @@ from typing import Any
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
+from ..dialect.context import new_context
 from ..dialect.errors import CompileError, ShapeError
-from ..dialect.irdl import new_context
 from ..dialect.verify import program_shape_of
 from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
 from ..lowering.patterns.boundary import DYNAMIC_STRIDES_ATTR, entry_result_shape, result_leaf_shapes

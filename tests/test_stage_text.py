@@ -1,5 +1,6 @@
-"""`exe.stages` text is the program: no bookkeeping attributes, deterministic, and (goals not met
-yet, strict xfails) no segment arrays or register-tile lines hundreds of entries long."""
+"""`exe.stages` text is the program: no bookkeeping attributes, deterministic, segment sizes one
+entry per operand group, and (a goal not met yet, a strict xfail) no register-tile lines
+hundreds of entries long."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from mlir import ir
 
 import xlamlir as xm
-from xlamlir.dialect.irdl import new_context
+from xlamlir.dialect.context import new_context
 from xlamlir.lowering.pipeline import ELIDED, readable_stage_text
 
 F32 = xm.F32
@@ -127,9 +128,14 @@ def test_goal_no_stage_line_over_400_characters() -> None:
             assert max(map(len, stages(name)[stage].splitlines())) <= 400, (name, stage)
 
 
-@pytest.mark.xfail(strict=True, reason="dialect/irdl.py: every variadic group is MAX_RUNS=32 IRDL "
-                   "segments and builder/emit.py pads to that; see docs/hlo_text.md")
-def test_goal_reduce_segment_arrays_of_at_most_8_entries() -> None:
+def test_segment_sizes_are_one_entry_per_operand_group() -> None:
+    """A reduce (inputs..., init_values...) says how many operands each group has; an op with
+    one variadic group (a tuple, a sort) and a multi-result op need no segment attribute."""
     text = stages("reduce")["hlo"]
-    sizes = [len(m.split(",")) for m in re.findall(r"SegmentSizes = array<i32:([^>]*)>", text)]
-    assert sizes and max(sizes) <= 8, sizes
+    assert re.findall(r"\w+SegmentSizes = array<i32:[^>]*>", text) == [
+        "operandSegmentSizes = array<i32: 1, 1>"]
+    b = xm.XlaBuilder("sort_tuple")
+    x = b.parameter(0, xm.Shape.array(F32, (4,)))
+    i = b.parameter(1, xm.Shape.array(xm.S32, (4,)))
+    b.tuple([b.sort([x, i]), x])
+    assert "SegmentSizes" not in b.build().as_mlir_text()
