@@ -27,6 +27,7 @@ from .passes.fusion import duplicate_cheap_producers
 from .passes.i1_memory import widen_i1_memrefs
 from .passes.loop_state import loop_state_in_place
 from .passes.parallel_outputs import outputs_as_inputs
+from .passes.register_tiles import register_tiles_as_rows
 from .passes.schedules import schedule_contractions
 from .passes.soft_float import expand_small_floats
 from .passes.vectorize import schedule_vectorize, super_vectorize
@@ -86,6 +87,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         # The scheduled contractions' 2-D transfers (accumulator tiles) as 1-D vector
         # loads/stores: the default lowering would go through a stack buffer.
         "func.func(convert-vector-to-scf{full-unroll=true})",
+        # ...whose rows a canonicalization would fold into one from_elements of every scalar
+        # of the tile (a 2,000-character line down to the "loops" stage).
+        register_tiles_as_rows,
     ]),
     ("vectorized", [
         # Elementwise and reduction generics: tiled, split across cores (scf.forall) and

@@ -31,7 +31,8 @@ dot_general makes of transposed operands: A stored [K, M], B stored [N, K]):
      16 zmm with AVX-512; 16 / 32 registers in all).
   4. The remainder row tile is peeled (`loop.peel`) so that every tile is static,
      then vectorized: the k step is an outer product MR x NR, lowered to MR
-     broadcasts and `vector.fma`s; the accumulator's read/write are hoisted out of
+     broadcasts and `vector.fma`s (the rows put back into the tile one
+     `insert_strided_slice` each: `register_tiles.py`); the accumulator's read/write are hoisted out of
      the k loop (`hoist_loop_invariant_subsets`), so it stays in registers.
   5. scf.forall becomes async tasks in the "loops" stage (async-parallel-for).
 When N is not a multiple of NR, the columns past the last whole panel are a second
@@ -69,6 +70,7 @@ from mlir.dialects import arith, bufferization, linalg, tensor
 from mlir.dialects.transform import interpreter
 
 from ...dialect.errors import ArgumentError
+from .register_tiles import rows_as_slices
 
 TAG = "xlamlir.schedule"  # marks the ops a script handles, by index
 ANY = "!transform.any_op"
@@ -812,6 +814,7 @@ def _apply(op: Any, found: list[tuple[Any, tuple[int, ...]]], p: Params, parts: 
         _last_script[0] = text
         script = ir.Module.parse(text)
         interpreter.apply_named_sequence(op, script.body.operations[0], script)
+        rows_as_slices(op)
         _strip_tags(op)
 
 
