@@ -27,8 +27,8 @@ def _shape(t: ir.Type) -> Shape:
 
 
 def verify_op(op: ir.Operation, shape_rule: bool = True) -> None:
-    """Raise ShapeError (or ValueError, with the op's name) when `op` does not fit its
-    registry entry; with `shape_rule`, also when its result types are not the inferred ones."""
+    """Raise ShapeError naming the op when `op` does not fit its registry entry; with
+    `shape_rule`, also when its result types are not the inferred ones."""
     opdef = _opdef(op)
     try:
         groups = operand_groups(opdef, op)
@@ -71,6 +71,8 @@ def _check_structure(opdef: OpDef, op: ir.Operation) -> None:
                          f"{len(op.results)}")
     if len(op.regions):
         raise ValueError("takes no regions (sub-computations are functions named by symbol)")
+    if len(op.successors):
+        raise ValueError("takes no successor blocks")
     known = set(opdef.attrs) | set(opdef.computations)
     if needs_segment_sizes(opdef):
         known.add(OPERAND_SEGMENTS)

@@ -157,3 +157,16 @@ def test_a_python_pass_breaking_an_xhlo_op_fails_in_its_stage() -> None:
         xm.compile(b.build(), xm.Pipeline.default().insert_after("hlo", _one_operand_add))
     assert e.value.stage == "hlo"
     assert re.search(r"xhlo\.add: takes 2 operands \(lhs, rhs\), got 1", str(e.value)), str(e.value)
+
+
+@pytest.mark.parametrize("body,pattern", [
+    ('%0 = "xhlo.negate"(%a)[^bb2] : (tensor<f32>) -> tensor<f32>\n^bb2:\n  return %a : tensor<f32>',
+     r"xhlo\.negate: takes no successor blocks"),
+    ('%0 = "xhlo.negate"(%a) : (tensor<f32>) -> tensor<f32>',
+     r"xhlo\.negate ends a block of @main: the block has no terminator"),
+], ids=["successor", "no-terminator"])
+def test_an_xhlo_op_is_never_a_terminator(body: str, pattern: str) -> None:
+    """MLIR lets an unregistered op end a block or branch: ours do neither."""
+    text = f"func.func @main(%a: tensor<f32>) -> tensor<f32> {{\n  cf.br ^bb1\n^bb1:\n  {body}\n}}"
+    with pytest.raises(xm.CompileError, match=pattern):
+        xm.compile_mlir(text)
