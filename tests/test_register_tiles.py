@@ -37,7 +37,8 @@ def test_a_tile_of_whole_rows_becomes_row_inserts() -> None:
     text = _rewritten(body, "%a: vector<4xf32>, %b: vector<4xf32>, %c: vector<4xf32>",
                       "vector<3x1x4xf32>")
     check_ir(text, """
-        CHECK:      [[T:%.+]] = vector.broadcast %arg0 : vector<4xf32> to vector<3x1x4xf32>
+        CHECK:      [[P:%.+]] = ub.poison : vector<3x1x4xf32>
+        CHECK-NEXT: [[T:%.+]] = vector.insert_strided_slice %arg0, [[P]] {offsets = [0, 0, 0], strides = [1]}
         CHECK-NEXT: [[U:%.+]] = vector.insert_strided_slice %arg1, [[T]] {offsets = [1, 0, 0], strides = [1]}
         CHECK-NEXT: [[V:%.+]] = vector.insert_strided_slice %arg2, [[U]] {offsets = [2, 0, 0], strides = [1]}
         CHECK-NEXT: return [[V]]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlir import ir
-from mlir.dialects import vector
+from mlir.dialects import ub, vector
 
 
 def _rows(op: Any) -> list[ir.Value] | None:
@@ -73,9 +73,9 @@ def rows_as_slices(root: Any) -> None:
         shape = ir.VectorType(tile_type).shape
         row_rank = len(ir.VectorType(rows[0].type).shape)
         with ir.InsertionPoint(op), op.location:
-            # Row 0 everywhere, then the other rows over it: no undefined lanes.
-            tile = vector.broadcast(tile_type, rows[0])
-            for index, row in enumerate(rows[1:], start=1):
+            # Every lane is written: the tile starts as poison (what from_elements lowers to).
+            tile = ub.poison(tile_type)
+            for index, row in enumerate(rows):
                 tile = vector.insert_strided_slice(row, tile, _offsets(index, row_rank, shape),
                                                    [1] * row_rank)
         op.results[0].replace_all_uses_with(tile)
