@@ -147,9 +147,10 @@ def _one_operand_add(op, pass_) -> None:
     add.erase()
 
 
-def test_a_python_pass_breaking_an_xhlo_op_fails_in_its_stage() -> None:
+def test_a_python_pass_breaking_an_xhlo_op_fails_in_its_stage(monkeypatch, tmp_path) -> None:
     """MLIR's verifier skips unregistered ops: the pipeline runs ours after each Python pass
     while xhlo ops remain."""
+    monkeypatch.setenv("XLAMLIR_DUMP_TO", str(tmp_path))  # the reproducer's folder
     b = xm.XlaBuilder("broken")
     x = b.parameter(0, xm.Shape.array(F32, (4,)))
     b.add(x, x)
@@ -170,3 +171,17 @@ def test_an_xhlo_op_is_never_a_terminator(body: str, pattern: str) -> None:
     text = f"func.func @main(%a: tensor<f32>) -> tensor<f32> {{\n  cf.br ^bb1\n^bb1:\n  {body}\n}}"
     with pytest.raises(xm.CompileError, match=pattern):
         xm.compile_mlir(text)
+
+
+def test_the_reproducer_of_such_a_pass_fails_the_same_way(monkeypatch, tmp_path) -> None:
+    from xlamlir.lowering.reproducer import replay
+
+    monkeypatch.setenv("XLAMLIR_DUMP_TO", str(tmp_path))
+
+    b = xm.XlaBuilder("broken")
+    x = b.parameter(0, xm.Shape.array(F32, (4,)))
+    b.add(x, x)
+    with pytest.raises(xm.CompileError) as e:
+        xm.compile(b.build(), xm.Pipeline.default().insert_after("hlo", _one_operand_add))
+    again = replay(e.value.reproducer, _one_operand_add)
+    assert again.reproduced and "takes 2 operands" in again.output, again.output
