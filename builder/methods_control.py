@@ -1,5 +1,6 @@
-"""ControlMethods: the XlaBuilder methods for computations and control flow: call, map,
-while_, conditional, optimization_barrier. Imports `dialect` and `builder.recorder`.
+"""ControlMethods: the XlaBuilder methods for computations and control flow: call,
+composite_call, map, while_, conditional, scan, optimization_barrier. Imports `dialect` and
+`builder.recorder`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def _operand_list(op_name: str, operands: Any) -> list[XlaOp]:
 
 
 class ControlMethods(Recorder):
-    """call, map, while_, conditional and optimization_barrier."""
+    """call, composite_call, map, while_, conditional, scan and optimization_barrier."""
 
     def call(self, computation: Any, operands: Sequence[XlaOp] = ()) -> XlaOp:
         """The computation applied to `operands` (XlaOps of its parameter shapes)."""
@@ -32,6 +33,25 @@ class ControlMethods(Recorder):
         shapes = [self.check_operand("call", o).shape for o in ops]
         comp = self.trace("call", computation, shapes, "computation")
         return self.emit("call", [ops], {"to_apply": comp})
+
+    def composite_call(self, computation: Any, operands: Sequence[XlaOp], name: str,
+                       attributes: str | None = None, version: int = 0) -> XlaOp:
+        """A named composite op (seed: CompositeCall): it means a call of `computation`, its
+        decomposition; `name`, `attributes` (a stringified attribute dictionary such as
+        `"{n = 1 : i32}"`) and `version` are kept on the op for backends and tools, as XLA keeps
+        them in the call's frontend attributes."""
+        op = "composite_call"
+        ops = _operand_list(op, operands)
+        shapes = [self.check_operand(op, o).shape for o in ops]
+        if not isinstance(name, str):
+            raise ShapeError(op, shapes, f"name must be a string, got {type(name).__name__}")
+        if attributes is not None and not isinstance(attributes, str):
+            raise ShapeError(op, shapes, f"attributes must be a string (a stringified attribute "
+                             f"dictionary) or None, got {type(attributes).__name__}")
+        comp = self.trace(op, computation, shapes, "computation")
+        return self.emit(op, [ops], {"to_apply": comp, "name": name,
+                                     "composite_attributes": attributes or "",
+                                     "version": args.integer(op, version, "version")})
 
     def map(self, operands: Any, computation: Any,  # noqa: A001 - the contract's name
             dimensions: Sequence[int] | None = None) -> XlaOp:

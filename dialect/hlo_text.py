@@ -24,6 +24,8 @@ Where the dialect differs from HLO, the text shows what XLA would hold instead:
 - `infeed`/`recv` results are the data alone (XLA's are `(data, token[])` tuples);
   `send`/`recv` print their channel as `channel_id=N` (or `frontend_attributes` for a
   named channel), without XLA's `send-done`/`recv-done` halves;
+- `composite_call` prints as XLA's CompositeCall does: a `call` with `is_composite=true`
+  and the name, attributes and version in `frontend_attributes` (`composite.name=...`);
 - `all_to_all` prints XLA's `dimensions={split_dimension}` and keeps the concat
   dimension and split count in `frontend_attributes`.
 
@@ -451,6 +453,12 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
                         f"to_apply={comp(a['comparator'])}"], operands
     if kind == "call":
         return opcode, [f"to_apply={comp(a['to_apply'])}"], operands
+    if kind == "composite_call":  # XLA's CompositeCall: a kCall marked is_composite
+        composite = [f"composite.attributes={a['composite_attributes'] or '{}'}",
+                     f"composite.name={_quote(a['name'])}",
+                     f"composite.version={_quote(str(a['version']))}"]
+        return "call", [f"to_apply={comp(a['to_apply'])}", "is_composite=true",
+                        "frontend_attributes={" + ",".join(composite) + "}"], operands
     if kind == "while":
         return opcode, [f"condition={comp(a['cond'])}", f"body={comp(a['body'])}"], operands
     if kind == "case":

@@ -1,4 +1,5 @@
-"""Computations and control flow: call, map, while, conditional (case), optimization_barrier.
+"""Computations and control flow: call, composite_call, map, while, conditional (case), scan,
+optimization_barrier.
 
 A sub-computation reaches a shape rule as its program shape
 `(parameter_shapes, result_shape)`. Imports `dialect.registry`,
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from .element_types import PrimitiveType
 from .errors import ShapeError
-from .registry import I64_ARRAY, OpDef, Operand, define
+from .registry import I64_ARRAY, INT, STR, OpDef, Operand, define
 from .shape import Shape
 
 ProgramShape = tuple[list[Shape], Shape]
@@ -32,6 +33,20 @@ def infer_call(operands: tuple[Shape, ...], *, to_apply: ProgramShape) -> Shape:
     params, result = to_apply
     if len(params) != len(operands) or not all(map(_same, params, operands)):
         raise ShapeError("call", list(operands), f"the computation takes {_show(params)}")
+    return _plain(result)
+
+
+def infer_composite_call(operands: tuple[Shape, ...], *, to_apply: ProgramShape, name: str,
+                         composite_attributes: str, version: int) -> Shape:
+    if not name:
+        raise ShapeError("composite_call", list(operands), "the composite needs a name (e.g. "
+                         "\"foo.bar\")")
+    if version < 0:
+        raise ShapeError("composite_call", list(operands), f"version must be >= 0, got {version}")
+    params, result = to_apply
+    if len(params) != len(operands) or not all(map(_same, params, operands)):
+        raise ShapeError("composite_call", list(operands),
+                         f"the decomposition takes {_show(params)}")
     return _plain(result)
 
 
@@ -107,6 +122,10 @@ def infer_optimization_barrier(operand: Shape) -> Shape:
 
 define(OpDef("call", (Operand("operands", variadic=True),), {}, infer_call,
              doc="Call a computation (spec#call).", computations=("to_apply",)))
+define(OpDef("composite_call", (Operand("operands", variadic=True),),
+             {"name": STR, "composite_attributes": STR, "version": INT}, infer_composite_call,
+             doc="A named composite op: means a call of its decomposition; name, attributes and "
+                 "version are kept for backends (spec#composite).", computations=("to_apply",)))
 define(OpDef("map", (Operand("operands", variadic=True),), {"dimensions": I64_ARRAY}, infer_map,
              doc="Apply a scalar computation elementwise (spec#map).",
              computations=("computation",)))

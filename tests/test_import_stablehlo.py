@@ -480,3 +480,38 @@ def test_dynamic_ops_with_static_results():
     np.testing.assert_array_equal(r, x.reshape(2, 3))
     np.testing.assert_array_equal(i, np.arange(4))
     np.testing.assert_array_equal(bc, np.broadcast_to(x, (2, 6)))
+
+
+def test_composite_is_imported_as_a_composite_call_that_keeps_its_name():
+    text = """
+    func.func @main(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>) {
+      %d, %s = stablehlo.composite "my.double_and_sum" %x {
+          composite_attributes = {n = 1 : i32, scale = 2.0 : f32},
+          decomposition = @double_and_sum, version = 3 : i32}
+        : (tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>)
+      %plain = stablehlo.composite "my.plain" %d {decomposition = @inner}
+        : (tensor<3xf32>) -> tensor<3xf32>
+      return %plain, %s : tensor<3xf32>, tensor<f32>
+    }
+    func.func private @double_and_sum(%a: tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>) {
+      %0 = stablehlo.add %a, %a : tensor<3xf32>
+      %z = stablehlo.constant dense<0.0> : tensor<f32>
+      %1 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0]
+        : (tensor<3xf32>, tensor<f32>) -> tensor<f32>
+      return %0, %1 : tensor<3xf32>, tensor<f32>
+    }
+    func.func private @inner(%a: tensor<3xf32>) -> tensor<3xf32> {
+      %0 = stablehlo.negate %a : tensor<3xf32>
+      return %0 : tensor<3xf32>
+    }"""
+    comp = imported(text)
+    x = np.float32([1, -2, 4.5])
+    plain, total = run(comp, x)
+    np.testing.assert_array_equal(plain, -2 * x)
+    assert total == np.float32(3.5)
+    mlir = comp.as_mlir_text()
+    assert mlir.count("xhlo.composite_call") == 2
+    hlo = comp.as_hlo_text()
+    assert 'composite.name="my.double_and_sum"' in hlo and 'composite.version="3"' in hlo
+    assert "composite.attributes={n = 1 : i32, scale = 2.000000e+00 : f32}" in hlo
+    assert 'composite.name="my.plain"' in hlo and 'composite.version="0"' in hlo
