@@ -43,6 +43,7 @@ from mlir import ir
 
 from .attributes import attribute_values, operand_groups
 from .element_types import PrimitiveType, dtype_of
+from .entry_layouts import with_entry_layouts
 from .errors import CompileError
 from .irdl import new_context
 from .mlir_types import shape_from_mlir_type_text
@@ -165,19 +166,6 @@ def _opdef(op: Any) -> OpDef | None:
     return REGISTRY.get(name[len(DIALECT) + 1:])
 
 
-def _layout_of(attrs: Any, index: int) -> tuple[int, ...] | None:
-    if attrs is None:
-        return None
-    entry = ir.DictAttr(list(ir.ArrayAttr(attrs))[index])
-    if "xhlo.layout" not in entry:
-        return None
-    return tuple(ir.DenseI64ArrayAttr(entry["xhlo.layout"]))
-
-
-def _with_layout(shape: Shape, layout: tuple[int, ...] | None) -> Shape:
-    return shape.with_layout(layout) if layout is not None and shape.is_array() else shape
-
-
 class _ComputationPrinter:
     """One function as an HLO computation; values are named as they are printed."""
 
@@ -191,11 +179,11 @@ class _ComputationPrinter:
         attrs = func.attributes
         arg_attrs = attrs["arg_attrs"] if "arg_attrs" in attrs else None
         res_attrs = attrs["res_attrs"] if "res_attrs" in attrs else None
-        self.parameter_shapes = [_with_layout(shape_from_mlir_type_text(str(t)), _layout_of(arg_attrs, i))
+        self.parameter_shapes = [with_entry_layouts(shape_from_mlir_type_text(str(t)), arg_attrs, i)
                                  for i, t in enumerate(fn_type.inputs)]
         results = [shape_from_mlir_type_text(str(t)) for t in fn_type.results]
         if len(results) == 1:
-            self.result_shape = _with_layout(results[0], _layout_of(res_attrs, 0))
+            self.result_shape = with_entry_layouts(results[0], res_attrs, 0)
         else:
             self.result_shape = Shape.tuple(results)
 
