@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..dialect.errors import ShapeError
+from ..dialect.ops_control import scan_parameters
 from ..dialect.shape import Shape
 from . import args
 from .recorder import Recorder
@@ -90,6 +91,29 @@ class ControlMethods(Recorder):
                                          [self.check_operand("conditional", o).shape], f"branch {i}")
                     for i, (comp, o) in enumerate(zip(branch_computations, ops))]
         return self.emit("case", [index, ops], {"branches": branches})
+
+    def scan(self, inputs: Any, inits: Any, to_apply: Any, scan_dimension: int,
+             is_reverse: bool = False, is_associative: bool | None = None) -> XlaOp:
+        """Apply `to_apply` `(x_0, ..., x_{m-1}, c_0, ..., c_{k-1}) -> (o_0, ..., o_{n-1},
+        c'_0, ..., c'_{k-1})` to the inputs' elements along `scan_dimension` in order (from the
+        last with `is_reverse`), threading the carries from `inits` (seed: Scan). Returns the
+        tuple (outputs..., final carries...): output j stacks every step's o_j along
+        `scan_dimension`. `is_associative` (None: unspecified) is kept as a hint: the steps run
+        in order whatever it says, so the result is the exact in-order fold."""
+        op = "scan"
+        xs = [self.check_operand(op, x) for x in _operand_list(op, inputs)]
+        cs = [self.check_operand(op, c) for c in _operand_list(op, inits)]
+        dimension = args.integer(op, scan_dimension, "scan_dimension")
+        params = scan_parameters([x.shape for x in xs], [c.shape for c in cs], dimension)
+        if is_associative is None:
+            associative = ""
+        else:
+            associative = "true" if args.flag(op, is_associative, "is_associative") else "false"
+        body = self.trace(op, to_apply, params, "to_apply", operands=[*xs, *cs])
+        emitted = self.emit(op, [xs, cs], {"to_apply": body, "scan_dimension": dimension,
+                                           "is_reverse": args.flag(op, is_reverse, "is_reverse"),
+                                           "is_associative": associative})
+        return self.results(emitted, True)
 
     def optimization_barrier(self, operand: XlaOp) -> XlaOp:
         return self.emit("optimization_barrier", [operand])

@@ -449,6 +449,12 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
                         "frontend_attributes={" + ",".join(composite) + "}"], operands
     if kind == "while":
         return opcode, [f"condition={comp(a['cond'])}", f"body={comp(a['body'])}"], operands
+    if kind == "scan":  # as XLA prints kScan: the inputs then the inits, and their split
+        return opcode, [f"dimensions={{{a['scan_dimension']}}}",
+                        f"num_carries={len(groups['inits'])}",
+                        "is_reverse=true" if a["is_reverse"] else "",
+                        f"is_associative={a['is_associative']}" if a["is_associative"] else "",
+                        f"to_apply={comp(a['to_apply'])}"], operands
     if kind == "case":
         branches = a["branches"]
         pred = printer.values[groups["index"]][1].element_type == PrimitiveType.PRED

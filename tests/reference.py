@@ -1637,6 +1637,29 @@ class Interpreter:
     def _op_call(self, op, ins, a):
         return self._child(a["to_apply"], self.vectorized)(*ins[0])
 
+    # A composite means its decomposition (seed: CompositeCall); name/attributes/version are hints.
+    _op_composite_call = _op_call
+
+    def _op_scan(self, op, ins, a):
+        """Step by step along scan_dimension (from its end with is_reverse), whatever
+        is_associative says: to_apply(elements..., carries...) -> (outputs..., carries...),
+        output j of step i stored at index i of output array j (seed: Scan; XLA's
+        ScanExpander)."""
+        inputs, carries = list(ins[0]), list(ins[1])
+        d = a["scan_dimension"]
+        k = len(carries)
+        shapes = op.shape.tuple_shapes
+        outs = [np.zeros(s.dimensions, s.dtype) for s in shapes[:len(shapes) - k]]
+        body = self._child(a["to_apply"])
+        steps = inputs[0].shape[d]
+        for i in (reversed(range(steps)) if a["is_reverse"] else range(steps)):
+            result = body(*[np.take(x, i, axis=d) for x in inputs], *carries)
+            leaves = list(result) if isinstance(result, tuple) else [result]
+            for out, y in zip(outs, leaves):
+                out[(slice(None),) * d + (i,)] = y
+            carries = leaves[len(outs):]
+        return [*outs, *carries]
+
     def _op_map(self, op, ins, a):
         result = self._sub(a["computation"], *_same_shape(*ins[0]))[0]
         return np.broadcast_to(np.asarray(result), op.shape.dimensions).copy()

@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (registration side effects)
     linear_algebra,
     reduce,
     rng,
+    scan,
     shape_ops,
     sort,
 )
