@@ -10,7 +10,7 @@ from typing import Any
 
 from ..dialect.element_types import type_of
 from ..dialect.errors import ShapeError
-from ..dialect.ops_dot import DotDimensionNumbers, normalize_precision
+from ..dialect.ops_dot import DotDimensionNumbers, RaggedDotDimensionNumbers, normalize_precision
 from ..dialect.shape import Shape
 from .recorder import Recorder
 from .xla_op import XlaOp
@@ -27,8 +27,22 @@ def _dot_general_hint(lhs: Shape, rhs: Shape) -> str:
     return f"for {what} use dot_general(lhs, rhs, DotDimensionNumbers({args}))"
 
 
+def _preferred(op: str, operands: list[XlaOp], preferred_element_type: Any) -> dict[str, Any]:
+    """The preferred_element_type attribute and whether the user chose it (see infer_dot_general)."""
+    if preferred_element_type is None:
+        preferred = operands[0].shape.element_type  # only read when lhs and rhs agree (see infer)
+    else:
+        try:
+            preferred = type_of(preferred_element_type)
+        except ShapeError:
+            raise ShapeError(op, [o.shape for o in operands],
+                             f"preferred_element_type {preferred_element_type!r} is not an element type"
+                             ) from None
+    return {"preferred_element_type": preferred, "preferred_given": preferred_element_type is not None}
+
+
 class DotMethods(Recorder):
-    """dot and dot_general."""
+    """dot, dot_general, ragged_dot and scaled_dot."""
 
     def dot_general(self, lhs: XlaOp, rhs: XlaOp, dimension_numbers: Any,
                     precision_config: Any = None, preferred_element_type: Any = None) -> XlaOp:
@@ -41,20 +55,46 @@ class DotMethods(Recorder):
         lhs = self.check_operand("dot_general", lhs)
         rhs = self.check_operand("dot_general", rhs)
         dnums = DotDimensionNumbers.of(dimension_numbers)
-        if preferred_element_type is None:
-            preferred = lhs.shape.element_type  # only read when lhs and rhs agree (see infer)
-        else:
-            try:
-                preferred = type_of(preferred_element_type)
-            except ShapeError:
-                raise ShapeError("dot_general", [lhs.shape, rhs.shape],
-                                 f"preferred_element_type {preferred_element_type!r} is not an element type"
-                                 ) from None
         return self.emit("dot_general", [lhs, rhs], {
             **dnums.as_dict(),
             "precision_config": normalize_precision(precision_config),
-            "preferred_element_type": preferred,
-            "preferred_given": preferred_element_type is not None,
+            **_preferred("dot_general", [lhs, rhs], preferred_element_type),
+        })
+
+    def ragged_dot(self, lhs: XlaOp, rhs: XlaOp, group_sizes: XlaOp, dimension_numbers: Any,
+                   precision_config: Any = None, preferred_element_type: Any = None) -> XlaOp:
+        """dot_general with one lhs dimension split into groups (chlo.ragged_dot).
+
+        `dimension_numbers`: a RaggedDotDimensionNumbers (or jax's). group_sizes [..., g]
+        gives the groups' sizes in order along the lhs ragged dimension; an index past
+        their sum is in no group. Ragged non-contracting dimension m: rows of group i
+        use the rhs matrix i of the rhs group dimension, rows in no group are zero.
+        Ragged contracting dimension k: the result gets a leading group dimension, each
+        group summing over its own k range. Ragged batch dimension: a plain dot_general.
+        """
+        ops = [self.check_operand("ragged_dot", x) for x in (lhs, rhs, group_sizes)]
+        dnums = RaggedDotDimensionNumbers.of(dimension_numbers)
+        return self.emit("ragged_dot", ops, {
+            **dnums.as_dict(),
+            "precision_config": normalize_precision(precision_config),
+            **_preferred("ragged_dot", ops[:2], preferred_element_type),
+        })
+
+    def scaled_dot(self, lhs: XlaOp, lhs_scale: XlaOp, rhs: XlaOp, rhs_scale: XlaOp, dimension_numbers: Any,
+                   precision_config: Any = None, preferred_element_type: Any = None) -> XlaOp:
+        """dot_general(lhs * lhs_scale, rhs * rhs_scale) (seed 001 ScaledDot).
+
+        Each scale has its operand's rank; along every dimension one scale element covers
+        a block of operand size // scale size elements (e.g. one f8e8m0fnu scale per 32
+        contracting elements). Operands and scales are converted to the result type and
+        multiplied there, then contracted as dot_general does.
+        """
+        ops = [self.check_operand("scaled_dot", x) for x in (lhs, lhs_scale, rhs, rhs_scale)]
+        dnums = DotDimensionNumbers.of(dimension_numbers)
+        return self.emit("scaled_dot", ops, {
+            **dnums.as_dict(),
+            "precision_config": normalize_precision(precision_config),
+            **_preferred("scaled_dot", [ops[0], ops[2]], preferred_element_type),
         })
 
     def dot(self, lhs: XlaOp, rhs: XlaOp, precision_config: Any = None,

@@ -1110,6 +1110,77 @@ def _dot_general(lhs: np.ndarray, rhs: np.ndarray, attrs: dict, out_dtype: np.dt
     return _narrow(np.asarray(result), out_dtype)
 
 
+def _placed(x: np.ndarray, dims: list[int], rank: int) -> np.ndarray:
+    """x's axes moved to positions `dims` of a rank-`rank` array (size 1 elsewhere)."""
+    order = np.argsort(dims)
+    x = np.transpose(x, order) if len(dims) > 1 else x
+    sizes = dict(zip(sorted(dims), x.shape))
+    return x.reshape([sizes.get(i, 1) for i in range(rank)])
+
+
+def _group_masks(x: np.ndarray, ragged: int, prefix: list[int], gs: np.ndarray):
+    """For each group k, where x's ragged index i has start_k <= i < end_k, start/end being
+    the running sums of the group sizes in their own (wrapping) type, the index an iota of
+    that type (XLA's ragged_dot_rewriter.cc and jax's reference implementation)."""
+    gs = np.broadcast_to(gs, tuple(x.shape[d] for d in prefix) + gs.shape[-1:])
+    with np.errstate(over="ignore"):
+        ends = np.cumsum(gs, axis=-1, dtype=gs.dtype)
+        starts = (ends - gs).astype(gs.dtype)
+    index = _placed(np.arange(x.shape[ragged]).astype(gs.dtype), [ragged], x.ndim)
+    for k in range(gs.shape[-1]):
+        s = _placed(starts[..., k], prefix, x.ndim)
+        e = _placed(ends[..., k], prefix, x.ndim)
+        yield (s <= index) & (index < e)
+
+
+def _ragged_dot(lhs: np.ndarray, rhs: np.ndarray, gs: np.ndarray, a: dict, out_dtype: np.dtype):
+    """chlo.ragged_dot: lhs's ragged dimension split into groups (see _group_masks). A ragged
+    free dimension: rows of group k times rhs[k] (the rhs group dimension), lhs masked to
+    zero elsewhere; a ragged contracting dimension: one result per group (leading), both
+    operands masked; a ragged batch dimension: dot_general."""
+    lc, rc = list(a["lhs_contracting_dimensions"]), list(a["rhs_contracting_dimensions"])
+    lb, rb = list(a["lhs_batch_dimensions"]), list(a["rhs_batch_dimensions"])
+    ragged = a["lhs_ragged_dimensions"][0]
+    wide = _wide(out_dtype)
+    if ragged in lb:
+        return _dot_general(lhs, rhs, a, out_dtype)
+    zero = np.zeros((), lhs.dtype)
+    if ragged in lc:
+        pos = lc.index(ragged)
+        lhs_prefix, rhs_prefix = lb + lc[:pos], rb + rc[:pos]
+        parts = [_dot_general(np.where(ml, lhs, zero), np.where(mr, rhs, np.zeros((), rhs.dtype)), a, wide)
+                 for ml, mr in zip(_group_masks(lhs, ragged, lhs_prefix, gs),
+                                   _group_masks(rhs, rc[pos], rhs_prefix, gs))]
+        out_shape = (gs.shape[-1],) + _dot_general(lhs, rhs, a, wide).shape
+        return _narrow(np.array(parts, dtype=wide).reshape(out_shape), out_dtype)
+    group = a["rhs_group_dimensions"][0]
+    prefix = lb + [i for i in range(ragged) if i not in lb and i not in lc]
+    less = {"rhs_contracting_dimensions": [d - (d > group) for d in rc],
+            "rhs_batch_dimensions": [d - (d > group) for d in rb]}
+    dims = {**a, **less}
+    total = None
+    for k, mask in enumerate(_group_masks(lhs, ragged, prefix, gs)):
+        part = _dot_general(np.where(mask, lhs, zero), np.take(rhs, k, axis=group), dims, wide)
+        total = part if total is None else total + part
+    if total is None:  # no groups
+        shape = _dot_general(lhs, np.take(np.zeros(rhs.shape[:group] + (1,) + rhs.shape[group + 1:],
+                                                   rhs.dtype), 0, axis=group), dims, wide).shape
+        total = np.zeros(shape, wide)
+    return _narrow(total, out_dtype)
+
+
+def _scaled_dot(lhs: np.ndarray, lhs_scale: np.ndarray, rhs: np.ndarray, rhs_scale: np.ndarray, a: dict,
+                out_dtype: np.dtype) -> np.ndarray:
+    """dot_general(lhs * lhs_scale, rhs * rhs_scale), each scale element repeated over its
+    block; operand and scale are converted to the result type and multiplied there, as XLA's
+    dequantize expansion does (block_scaling_rewriter.cc BuildDequantize; SEMANTICS.md 5.F)."""
+    def scaled(x, scale):
+        for axis, (n, m) in enumerate(zip(x.shape, scale.shape)):
+            scale = np.repeat(scale, n // m if m else 1, axis=axis)
+        return multiply(convert(x, out_dtype), convert(scale, out_dtype))
+    return _dot_general(scaled(lhs, lhs_scale), scaled(rhs, rhs_scale), a, out_dtype)
+
+
 def _widen(x: np.ndarray, wide: np.dtype) -> np.ndarray:
     if x.dtype == np.bool_:
         x = x.astype(np.uint8)
@@ -1610,6 +1681,12 @@ class Interpreter:
 
     def _op_dot_general(self, op, ins, a):
         return _dot_general(ins[0], ins[1], a, op.shape.dtype)
+
+    def _op_ragged_dot(self, op, ins, a):
+        return _ragged_dot(ins[0], ins[1], ins[2], a, op.shape.dtype)
+
+    def _op_scaled_dot(self, op, ins, a):
+        return _scaled_dot(*ins, a, op.shape.dtype)
 
     def _op_convolution(self, op, ins, a):
         return _convolution(ins[0], ins[1], a, op.shape.dtype)

@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (registration side effects)
     core,
     custom,
     dot,
+    dot_variants,
     elementwise,
     fft,
     indexing,
