@@ -12,6 +12,7 @@ from . import (  # noqa: F401  (registration side effects)
     custom,
     dot,
     dot_variants,
+    dynamic,
     elementwise,
     fft,
     indexing,
