@@ -1,0 +1,325 @@
+"""Bounded dynamic shapes (issue #16): set_dimension_size, remove_dynamic_dimension_size,
+dynamic_reshape, and what every other op does with a dynamic operand.
+
+The mechanism (docs/architecture.md, "Bounded dynamic shapes"): the IR is static. A
+dynamic value is an XlaOp whose Shape has dynamic dimensions (``f32[<=10]``) over a static
+IR value, the padded array; the builder records beside it one s32 scalar XlaOp per dynamic
+dimension, its runtime size. `Recorder.emit` hands any op with a dynamic operand to
+`_emit_dynamic`, which emits the op on the padded arrays (their static views) and makes the
+result dynamic where XLA's shape inference does. Ops that must not see the padding get it
+masked first by ordinary ops (iota < size, select): a reduction with its init value, a
+contraction with zero. An op not handled here raises ShapeError, never a silent answer.
+Imports `dialect`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..dialect.element_types import PrimitiveType
+from ..dialect.errors import ShapeError
+from ..dialect.ops_dynamic import check_dimension
+from ..dialect.registry import OpDef
+from ..dialect.shape import Shape
+from . import args
+from .computation import XlaComputation
+from .dynamic_computation import DynamicResultComputation
+from .recorder import Recorder
+from .xla_op import XlaOp
+
+Sizes = tuple[XlaOp | None, ...]  # per dimension: the runtime size, None where static
+
+# Ops computed element by element on the padded arrays: the padding holds garbage the
+# consumers mask, the result has the operands' dynamic dimensions.
+_ELEMENTWISE_FAMILIES = frozenset({"unary", "binary", "compare"})
+_ELEMENTWISE_OPS = frozenset({"select", "clamp", "convert", "reduce_precision"})
+
+
+class DynamicMethods(Recorder):
+    """Bounded dynamism: the runtime sizes of dynamic dimensions, tracked beside the values."""
+
+    # -- the ops ---------------------------------------------------------------------------------
+
+    def set_dimension_size(self, operand: XlaOp, val: XlaOp, dimension: int) -> XlaOp:
+        """`operand` with dimension `dimension` dynamic, of runtime size `val` (an s32 scalar);
+        its size stays the bound. Reductions and contractions ignore the padding beyond `val`
+        (spec#set_dimension_size); a size outside [0, bound] is clamped."""
+        name = "set_dimension_size"
+        operand = self.check_operand(name, operand)
+        val = self.as_op(val) if not isinstance(val, XlaOp) else self.check_operand(name, val)
+        dimension = args.integer(name, dimension, "dimension")
+        check_dimension(name, operand.shape, dimension)
+        bound = operand.shape.dimensions[dimension]
+        known = _constant_value(val)
+        if known is not None and not 0 <= known <= bound:
+            raise ShapeError(name, [operand.shape, val.shape], f"size {known} is outside [0, {bound}], "
+                             f"the bound of dimension {dimension}")
+        padded = self.emit(name, [self._static(operand), val], {"dimension": dimension})
+        size = val if known is not None else self.clamp(0, val, bound)
+        sizes = list(self._sizes(operand))
+        sizes[dimension] = size
+        return self._make_dynamic(padded, tuple(sizes))
+
+    def remove_dynamic_dimension_size(self, operand: XlaOp, dimension: int) -> XlaOp:
+        """`operand` with dimension `dimension` static again, of its bound; the padding holds
+        what the padded array held there (XLA's RemoveDynamicDimension)."""
+        name = "remove_dynamic_dimension_size"
+        operand = self.check_operand(name, operand)
+        dimension = args.integer(name, dimension, "dimension")
+        check_dimension(name, operand.shape, dimension)
+        sizes = list(self._sizes(operand))
+        sizes[dimension] = None
+        if not any(s is not None for s in sizes):
+            return self._static(operand)
+        view = XlaOp(self, operand.shape, source=operand if operand.source is None else operand.source,
+                     index=operand.index if operand.source is not None else 0, location=operand.location)
+        self.ops.append(view)  # build() without a root returns the last op: this one
+        return self._make_dynamic(view, tuple(sizes))
+
+    def dynamic_reshape(self, operand: XlaOp, dim_sizes: Sequence[XlaOp],
+                        new_size_bounds: Sequence[int], dims_are_dynamic: Sequence[bool]) -> XlaOp:
+        """Reshape of the operand's valid region to the runtime `dim_sizes` (s32 scalars), in
+        row-major order, padded with zeros to `new_size_bounds`; dimension i is dynamic where
+        `dims_are_dynamic[i]` (spec#dynamic_reshape). A static dimension's size must be its
+        bound; the sizes' product must be the operand's element count (else undefined, as XLA)."""
+        name = "dynamic_reshape"
+        operand = self.check_operand(name, operand)
+        if isinstance(dim_sizes, XlaOp):
+            raise ShapeError(name, [], "dim_sizes must be a list of s32 scalar XlaOps, one per dimension")
+        sizes = [self.check_operand(name, s) for s in dim_sizes]
+        bounds = args.ints(name, new_size_bounds, "new_size_bounds")
+        flags = [args.flag(name, f, "dims_are_dynamic") for f in dims_are_dynamic]
+        if not len(sizes) == len(bounds) == len(flags):
+            raise ShapeError(name, [operand.shape], f"dim_sizes ({len(sizes)}), new_size_bounds "
+                             f"({len(bounds)}) and dims_are_dynamic ({len(flags)}) must have one "
+                             "entry per output dimension")
+        for i, (size, bound, dynamic) in enumerate(zip(sizes, bounds, flags)):
+            known = _constant_value(size)
+            if known is not None and not (0 <= known <= bound if dynamic else known == bound):
+                raise ShapeError(name, [operand.shape, size.shape], f"dim_sizes[{i}] is {known}, "
+                                 f"but dimension {i} is {'<=' if dynamic else ''}{bound}")
+        input_sizes = [s if s is not None else self.constant(np.int32(d))
+                       for s, d in zip(self._sizes(operand), operand.shape.dimensions)]
+        out = self.emit(name, [self._static(operand), input_sizes, sizes],
+                        {"new_size_bounds": bounds})
+        return self._make_dynamic(out, tuple(s if f else None for s, f in zip(sizes, flags)))
+
+    def build(self, root: XlaOp | Sequence[XlaOp] | None = None) -> XlaComputation:
+        """As Recorder.build; a root with dynamic dimensions returns the padded array sliced
+        to its runtime sizes when called, as XLA returns a dynamic literal."""
+        if root is None and self.ops:
+            root = self.ops[-1]
+        if isinstance(root, XlaOp) and root.builder is self and root.shape.is_dynamic():
+            if not root.shape.is_array():
+                raise ShapeError("build", [root.shape], "a tuple result with dynamic dimensions is "
+                                 "not supported yet; return one array")
+            sizes = [s for s in self._sizes(root) if s is not None]
+            packed = self.tuple([self._static(root), *sizes])
+            return DynamicResultComputation.of(self, packed, root.shape)
+        return super().build(root)
+
+    # -- what other ops do with dynamic operands ------------------------------------------------
+
+    def _emit_dynamic(self, opdef: OpDef, operands: Sequence[Any], attrs: dict[str, Any]) -> XlaOp:
+        name = opdef.name
+        statics = [tuple(self._static(o) for o in x) if isinstance(x, tuple) else self._static(x)
+                   for x in operands]
+        if opdef.family in _ELEMENTWISE_FAMILIES or name in _ELEMENTWISE_OPS:
+            return self._elementwise(opdef, operands, statics, attrs)
+        handler = getattr(self, f"_dynamic_{name}", None)
+        if handler is None:
+            raise _not_yet(name, operands)
+        return handler(operands, statics, attrs)
+
+    def _elementwise(self, opdef: OpDef, operands: Sequence[XlaOp], statics: list[Any],
+                     attrs: dict[str, Any]) -> XlaOp:
+        result = self.emit(opdef, statics, attrs)
+        sizes: list[XlaOp | None] = [None] * result.shape.rank
+        for operand in operands:
+            if operand.shape.rank != result.shape.rank:
+                continue  # a scalar operand (clamp's bounds, a broadcast pred)
+            for d, size in enumerate(self._sizes(operand)):
+                sizes[d] = _agree(opdef.name, operands, d, sizes[d], size)
+        return self._make_dynamic(result, tuple(sizes))
+
+    def _dynamic_get_dimension_size(self, operands: Sequence[XlaOp], statics: list[Any],
+                                    attrs: dict[str, Any]) -> XlaOp:
+        (operand,) = operands
+        dimension = attrs["dimension"]
+        if 0 <= dimension < operand.shape.rank and operand.shape.is_dynamic_dimension(dimension):
+            return self._sizes(operand)[dimension]
+        return self.emit("get_dimension_size", statics, attrs)
+
+    def _dynamic_broadcast_in_dim(self, operands: Sequence[XlaOp], statics: list[Any],
+                                  attrs: dict[str, Any]) -> XlaOp:
+        (operand,) = operands
+        result = self.emit("broadcast_in_dim", statics, attrs)
+        sizes: list[XlaOp | None] = [None] * result.shape.rank
+        for i, (size, out) in enumerate(zip(self._sizes(operand), attrs["broadcast_dimensions"])):
+            if size is not None:
+                if operand.shape.dimensions[i] != result.shape.dimensions[out]:
+                    raise ShapeError("broadcast_in_dim", [operand.shape], f"dynamic dimension {i} "
+                                     "cannot be expanded (a size-1 bound broadcast); "
+                                     "remove_dynamic_dimension_size first")
+                sizes[out] = size
+        return self._make_dynamic(result, tuple(sizes))
+
+    def _dynamic_transpose(self, operands: Sequence[XlaOp], statics: list[Any],
+                           attrs: dict[str, Any]) -> XlaOp:
+        (operand,) = operands
+        result = self.emit("transpose", statics, attrs)
+        sizes = self._sizes(operand)
+        return self._make_dynamic(result, tuple(sizes[p] for p in attrs["permutation"]))
+
+    def _dynamic_slice(self, operands: Sequence[XlaOp], statics: list[Any],
+                       attrs: dict[str, Any]) -> XlaOp:
+        (operand,) = operands
+        result = self.emit("slice", statics, attrs)
+        sizes = self._sizes(operand)
+        for d, size in enumerate(sizes):
+            whole = (attrs["start_indices"][d], attrs["limit_indices"][d], attrs["strides"][d]) == (
+                0, operand.shape.dimensions[d], 1)
+            if size is not None and not whole:
+                raise ShapeError("slice", [operand.shape], f"slicing dynamic dimension {d} is not "
+                                 "supported yet (only its whole bound, stride 1)")
+        return self._make_dynamic(result, sizes)
+
+    def _dynamic_reduce(self, operands: Sequence[Any], statics: list[Any],
+                        attrs: dict[str, Any]) -> XlaOp:
+        inputs, inits = operands
+        reduced = set(attrs["dimensions"])
+        sizes: list[XlaOp | None] = [None] * inputs[0].shape.rank
+        for x in inputs:
+            for d, size in enumerate(self._sizes(x)):
+                if d < len(sizes):
+                    sizes[d] = _agree("reduce", list(inputs), d, sizes[d], size)
+        masked_dims = {d: s for d, s in enumerate(sizes) if s is not None and d in reduced}
+        masked = tuple(self._mask(x, masked_dims, init) for x, init in zip(statics[0], statics[1]))
+        result = self.emit("reduce", [masked, statics[1]], attrs)
+        kept = tuple(s for d, s in enumerate(sizes) if d not in reduced)
+        if any(s is not None for s in kept):
+            result.shape = Shape.tuple([_dynamic_shape(s, kept) for s in result.shape.tuple_shapes])
+            self._dynamic_table()[result.uid] = [kept] * len(result.shape.tuple_shapes)
+        return result
+
+    def _dynamic_dot_general(self, operands: Sequence[XlaOp], statics: list[Any],
+                             attrs: dict[str, Any]) -> XlaOp:
+        lhs, rhs = operands
+        lhs_sizes, rhs_sizes = self._sizes(lhs), self._sizes(rhs)
+        lhs_masks: dict[int, XlaOp] = {}
+        rhs_masks: dict[int, XlaOp] = {}
+        # A dynamic contracting dimension: both sides zero beyond the size, so the padding of
+        # neither (not even inf/nan) reaches the sum.
+        for lc, rc in zip(attrs["lhs_contracting_dimensions"], attrs["rhs_contracting_dimensions"]):
+            size = _agree("dot_general", operands, lc, lhs_sizes[lc], rhs_sizes[rc])
+            if size is not None:
+                lhs_masks[lc] = rhs_masks[rc] = size
+        lhs_static, rhs_static = statics
+        zero_l = self.constant(np.zeros((), lhs.shape.dtype))
+        zero_r = self.constant(np.zeros((), rhs.shape.dtype))
+        result = self.emit("dot_general", [self._mask(lhs_static, lhs_masks, zero_l),
+                                           self._mask(rhs_static, rhs_masks, zero_r)], attrs)
+        lb, rb = attrs["lhs_batch_dimensions"], attrs["rhs_batch_dimensions"]
+        out = [_agree("dot_general", operands, a, lhs_sizes[a], rhs_sizes[b]) for a, b in zip(lb, rb)]
+        contracted_l = set(lb) | set(attrs["lhs_contracting_dimensions"])
+        contracted_r = set(rb) | set(attrs["rhs_contracting_dimensions"])
+        out += [s for d, s in enumerate(lhs_sizes) if d not in contracted_l]
+        out += [s for d, s in enumerate(rhs_sizes) if d not in contracted_r]
+        return self._make_dynamic(result, tuple(out))
+
+    # -- the bookkeeping -------------------------------------------------------------------------
+
+    def _dynamic_table(self) -> dict[int, Any]:
+        """uid -> Sizes of a dynamic op; for a multi-result op, one Sizes per result."""
+        return self.__dict__.setdefault("_dynamic_sizes", {})
+
+    def _sizes(self, op: XlaOp) -> Sizes:
+        if not op.shape.is_array() or not op.shape.is_dynamic():
+            return (None,) * (op.shape.rank if op.shape.is_array() else 0)
+        table = self._dynamic_table()
+        if op.uid in table:
+            return table[op.uid]
+        if op.source is not None and op.source.uid in table:
+            return table[op.source.uid][op.index]
+        raise ShapeError("dynamic", [op.shape], f"{op!r} has a dynamic dimension of no known "
+                         "runtime size (a parameter with a dynamic shape is not supported yet; "
+                         "pass the padded array and its size, then set_dimension_size)")
+
+    def _make_dynamic(self, op: XlaOp, sizes: Sizes) -> XlaOp:
+        """`op` (just built, static) with the dimensions that have a size made dynamic."""
+        if not any(s is not None for s in sizes):
+            return op
+        op.shape = _dynamic_shape(op.shape, sizes)
+        self._dynamic_table()[op.uid] = sizes
+        return op
+
+    def _static(self, op: XlaOp) -> XlaOp:
+        """The padded array: the same IR value as `op`, seen with its static shape."""
+        if not op.shape.is_dynamic():
+            return op
+        views = self.__dict__.setdefault("_static_views", {})
+        view = views.get(op.uid)
+        if view is None:
+            view = views[op.uid] = XlaOp(
+                self, _static_shape(op.shape), source=op if op.source is None else op.source,
+                index=op.index if op.source is not None else 0, location=op.location)
+        return view
+
+    def _mask(self, x: XlaOp, sizes: dict[int, XlaOp], fill: XlaOp) -> XlaOp:
+        """`x` (static) with `fill` (a scalar) wherever index d >= sizes[d]."""
+        if not sizes:
+            return x
+        bounds = x.shape.dimensions
+        inside = None
+        for d, size in sizes.items():
+            iota = self.iota(Shape.array(PrimitiveType.S32, bounds), d)
+            below = self.lt(iota, self.broadcast_in_dim(size, bounds, []))
+            inside = below if inside is None else self.and_(inside, below)
+        return self.select(inside, x, self.broadcast_in_dim(fill, bounds, []))
+
+
+def _dynamic_shape(shape: Shape, sizes: Sizes) -> Shape:
+    return shape.with_dynamic_dimensions([s is not None for s in sizes])
+
+
+def _static_shape(shape: Shape) -> Shape:
+    if shape.is_tuple():
+        return Shape.tuple([_static_shape(s) for s in shape.tuple_shapes])
+    return shape.with_dynamic_dimensions(None) if shape.is_array() else shape
+
+
+def _constant_value(op: XlaOp) -> int | None:
+    """The value of a scalar integer constant, None for anything computed at run time."""
+    if op.opdef is not None and op.opdef.name == "constant" and op.shape.is_array() and \
+            op.shape.rank == 0 and op.shape.element_type.is_integral:
+        return int(op.attrs["value"])
+    return None
+
+
+def _agree(op: str, operands: Sequence[Any], d: int, a: XlaOp | None, b: XlaOp | None) -> XlaOp | None:
+    """The size of a dimension two operands share: either one's (they must agree at run time,
+    as in XLA); constants that differ are an error now."""
+    if a is None or b is None or a is b:
+        return a if a is not None else b
+    ka, kb = _constant_value(a), _constant_value(b)
+    if ka is not None and kb is not None and ka != kb:
+        raise ShapeError(op, _shapes(operands), f"the operands' dynamic sizes of dimension {d} "
+                         f"differ ({ka} and {kb})")
+    return a
+
+
+def _shapes(operands: Sequence[Any]) -> list[Shape]:
+    flat: list[Shape] = []
+    for o in operands:
+        flat.extend(x.shape for x in (o if isinstance(o, tuple) else (o,)))
+    return flat
+
+
+def _not_yet(name: str, operands: Sequence[Any]) -> ShapeError:
+    shapes = _shapes(operands)
+    dynamic = next(str(s) for s in shapes if s.is_dynamic())
+    return ShapeError(name, shapes, f"{name} does not accept a dynamic dimension yet (operand "
+                      f"{dynamic}); remove_dynamic_dimension_size first to use the padded array")

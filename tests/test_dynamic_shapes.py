@@ -1,0 +1,304 @@
+"""Bounded dynamic shapes (issue #16): set_dimension_size, get_dimension_size of a dynamic
+dimension, remove_dynamic_dimension_size, dynamic_reshape, and the ops consuming dynamic
+dimensions (checked against numpy on the valid region)."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import xlamlir as xm
+from xlamlir import Shape, ShapeError
+
+S32 = Shape.scalar(xm.S32)
+BOUND = 10
+SIZES = [0, 1, BOUND - 1, BOUND]
+DTYPES = [np.float32, np.float64, np.int32, np.uint8, ml_dtypes.bfloat16]
+
+
+def compile_dynamic(build, *shapes: Shape) -> xm.Executable:
+    """Compile `build(b, *params)` with one parameter per shape; the last is the size."""
+    b = xm.XlaBuilder("dyn")
+    params = [b.parameter(i, s) for i, s in enumerate(shapes)]
+    return xm.compile(b.build(build(b, *params)))
+
+
+def data(shape: tuple[int, ...], dtype: type, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(0, 5, shape).astype(dtype)
+    return rng.uniform(-2, 2, shape).astype(dtype)
+
+
+def close(got: np.ndarray, want: np.ndarray, dtype: type) -> bool:
+    if np.issubdtype(dtype, np.integer):
+        return got.shape == want.shape and np.array_equal(got, want.astype(dtype))
+    tol = 0.1 if dtype is ml_dtypes.bfloat16 else 1e-5
+    return got.shape == want.shape and np.allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
+# -- the seed's example ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size, reducer, expected", [
+    (5, "add", 15.0), (5, "mul", 120.0), (6, "add", 21.0),
+])  # fmt: skip
+def test_seed_example(size: int, reducer: str, expected: float) -> None:
+    b = xm.XlaBuilder("seed")
+    v = b.constant(np.arange(1, 11, dtype=np.float32))
+    padded = b.set_dimension_size(v, b.constant(np.int32(size)), 0)
+    assert padded.shape == Shape.parse("f32[<=10]")  # the bound stays
+    init = np.float32(0 if reducer == "add" else 1)
+    b.reduce(padded, init, lambda x, y: getattr(b, reducer)(x, y), [0])
+    assert xm.compile(b.build())() == expected
+
+
+# -- numerics over a dynamic dimension ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("size", SIZES)
+def test_elementwise_then_reduce(dtype: type, size: int) -> None:
+    """Padding holds large values: a reduction that saw them would be off."""
+    x = data((BOUND, 3), dtype)
+    x[size:] = 100 if np.issubdtype(dtype, np.integer) else np.inf
+
+    def build(b, p, n):
+        d = b.set_dimension_size(p, n, 0)
+        y = b.add(b.mul(d, d), d)
+        return b.reduce(y, np.zeros((), dtype), lambda s, t: b.add(s, t), [0])
+
+    exe = compile_dynamic(build, Shape.array(xm.type_of(np.dtype(dtype)), (BOUND, 3)), S32)
+    v = x[:size].astype(np.float64)
+    assert close(exe(x, np.int32(size)), (v * v + v).sum(0), dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("size", SIZES)
+def test_max_reduce_keeps_dynamic_dimension(dtype: type, size: int) -> None:
+    x = data((3, BOUND), dtype, 1)
+
+    def build(b, p, n):
+        d = b.set_dimension_size(p, n, 1)
+        init = np.array(np.iinfo(dtype).min if np.issubdtype(dtype, np.integer) else -np.inf, dtype)
+        return b.reduce(b.transpose(d, [1, 0]), init, lambda s, t: b.max(s, t), [1])
+
+    exe = compile_dynamic(build, Shape.array(xm.type_of(np.dtype(dtype)), (3, BOUND)), S32)
+    assert exe.program_shape()[1].dynamic_dimensions == (True,)
+    assert close(exe(x, np.int32(size)), x[:, :size].astype(np.float64).max(0), dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("size", SIZES)
+def test_dot_over_dynamic_contracting_dimension(dtype: type, size: int) -> None:
+    """Both sides are zero beyond the size: inf in the static side's padding stays out."""
+    lhs, rhs = data((4, BOUND), dtype, 2), data((BOUND, 2), dtype, 3)
+    if not np.issubdtype(dtype, np.integer):
+        rhs[size:] = np.inf
+
+    def build(b, x, w, n):
+        return b.dot(b.set_dimension_size(x, n, 1), w)
+
+    t = xm.type_of(np.dtype(dtype))
+    exe = compile_dynamic(build, Shape.array(t, (4, BOUND)), Shape.array(t, (BOUND, 2)), S32)
+    want = lhs[:, :size].astype(np.float64) @ rhs[:size].astype(np.float64)
+    assert close(exe(lhs, rhs, np.int32(size)), want, dtype)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_dot_keeps_free_and_batch_dimensions_dynamic(size: int) -> None:
+    lhs, rhs = data((BOUND, 3), np.float32), data((3, 2), np.float32, 1)
+
+    def build(b, x, w, n):
+        return b.dot(b.set_dimension_size(x, n, 0), w)
+
+    exe = compile_dynamic(build, Shape.array(xm.F32, (BOUND, 3)), Shape.array(xm.F32, (3, 2)), S32)
+    assert str(exe.program_shape()[1]) == "f32[<=10,2]"
+    np.testing.assert_allclose(exe(lhs, rhs, np.int32(size)), lhs[:size] @ rhs, rtol=1e-6)
+
+
+# -- results, get/remove --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [*SIZES, -3, BOUND + 5])
+def test_result_is_sliced_to_the_runtime_size(size: int) -> None:
+    x = data((BOUND, 3), np.float32)
+
+    def build(b, p, n):
+        return b.neg(b.set_dimension_size(p, n, 0))
+
+    exe = compile_dynamic(build, Shape.array(xm.F32, (BOUND, 3)), S32)
+    got = exe(x, np.int32(size))
+    clamped = min(max(size, 0), BOUND)  # XLA leaves such a size undefined; it is clamped
+    np.testing.assert_array_equal(got, -x[:clamped])
+    assert got.flags.c_contiguous
+
+
+def test_program_shape_shows_the_bound() -> None:
+    b = xm.XlaBuilder("dyn")
+    p, n = b.parameter(0, Shape.array(xm.F32, (BOUND, 3))), b.parameter(1, S32)
+    comp = b.build(b.set_dimension_size(p, n, 1 - 1))
+    assert str(comp.program_shape()[1]) == "f32[<=10,3]"
+    exe = xm.compile(comp)
+    assert str(exe.program_shape()[1]) == "f32[<=10,3]"
+    assert "xhlo.set_dimension_size" in comp.as_mlir_text()
+    assert 'xhlo.dynamic_result = "f32[<=10,3]"' in comp.as_mlir_text()
+
+
+def test_two_dynamic_dimensions() -> None:
+    x = data((4, 5), np.int32)
+
+    def build(b, p, n, m):
+        return b.set_dimension_size(b.set_dimension_size(p, n, 0), m, 1)
+
+    exe = compile_dynamic(build, Shape.array(xm.S32, (4, 5)), S32, S32)
+    assert str(exe.program_shape()[1]) == "s32[<=4,<=5]"
+    np.testing.assert_array_equal(exe(x, np.int32(3), np.int32(2)), x[:3, :2])
+
+
+@pytest.mark.parametrize("half", [0, 2, 5])
+def test_get_dimension_size_returns_the_runtime_size(half: int) -> None:
+    def build(b, p, n):
+        d = b.set_dimension_size(p, b.add(n, n), 0)
+        return b.tuple([b.get_dimension_size(d, 0), b.get_dimension_size(d, 1)])
+
+    exe = compile_dynamic(build, Shape.array(xm.F32, (BOUND, 3)), S32)
+    assert exe(data((BOUND, 3), np.float32), np.int32(half)) == (2 * half, 3)
+
+
+def test_remove_dynamic_dimension_size_keeps_the_padding() -> None:
+    x = data((BOUND, 3), np.float32)
+
+    def build(b, p, n):
+        d = b.set_dimension_size(b.set_dimension_size(p, n, 0), n, 1)
+        once = b.remove_dynamic_dimension_size(d, 0)
+        assert str(once.shape) == "f32[10,<=3]"
+        return b.remove_dynamic_dimension_size(b.neg(once), 1)
+
+    exe = compile_dynamic(build, Shape.array(xm.F32, (BOUND, 3)), S32)
+    assert str(exe.program_shape()[1]) == "f32[10,3]"
+    np.testing.assert_array_equal(exe(x, np.int32(2)), -x)
+
+
+def test_remove_then_reduce_sees_the_padding() -> None:
+    def build(b, p, n):
+        d = b.remove_dynamic_dimension_size(b.set_dimension_size(p, n, 0), 0)
+        return b.reduce(d, np.float32(0), lambda s, t: b.add(s, t), [0])
+
+    exe = compile_dynamic(build, Shape.array(xm.F32, (4,)), S32)
+    assert exe(np.float32([1, 2, 3, 4]), np.int32(1)) == 10
+
+
+# -- shape-changing ops ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3])
+def test_broadcast_transpose_slice_propagate(size: int) -> None:
+    x = data((3, 4), np.float32)
+
+    def build(b, p, n):
+        d = b.set_dimension_size(p, n, 0)  # f32[<=3,4]
+        t = b.transpose(b.broadcast_in_dim(d, [2, 3, 4], [1, 2]), [2, 0, 1])  # f32[4,2,<=3]
+        s = b.slice(t, [1, 0, 0], [3, 2, 3])  # a static dimension sliced
+        assert str(s.shape) == "f32[2,2,<=3]"
+        return b.convert_element_type(s, xm.F64)
+
+    exe = compile_dynamic(build, Shape.array(xm.F32, (3, 4)), S32)
+    want = np.broadcast_to(x[:size], (2, size, 4)).transpose(2, 0, 1)[1:3]
+    np.testing.assert_array_equal(exe(x, np.int32(size)), want.astype(np.float64))
+
+
+@pytest.mark.parametrize("size", [0, 1, 3, 6])
+def test_dynamic_reshape(size: int) -> None:
+    x = data((6, 4), np.float32)
+
+    def build(b, p, n):
+        d = b.set_dimension_size(p, n, 0)
+        r = b.dynamic_reshape(d, [b.mul(n, b.constant(np.int32(2))), b.constant(np.int32(2))],
+                              [12, 2], [True, False])
+        assert str(r.shape) == "f32[<=12,2]"
+        return r
+
+    exe = compile_dynamic(build, Shape.array(xm.F32, (6, 4)), S32)
+    np.testing.assert_array_equal(exe(x, np.int32(size)), x[:size].reshape(2 * size, 2))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, ml_dtypes.bfloat16, np.bool_, np.complex64])
+def test_dynamic_reshape_of_a_static_operand(dtype: type) -> None:
+    """The padding of the result is zero, here kept by remove_dynamic_dimension_size."""
+    x = (np.arange(6) % 3).astype(dtype)
+
+    def build(b, p, n):
+        r = b.dynamic_reshape(p, [n, b.constant(np.int32(3))], [4, 3], [True, False])
+        return b.remove_dynamic_dimension_size(r, 0)
+
+    exe = compile_dynamic(build, Shape.array(xm.type_of(np.dtype(dtype)), (6,)), S32)
+    want = np.zeros((4, 3), dtype)
+    want[:2] = x.reshape(2, 3)
+    np.testing.assert_array_equal(exe(x, np.int32(2)), want)
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+
+def _builder() -> tuple[xm.XlaBuilder, xm.XlaOp, xm.XlaOp]:
+    b = xm.XlaBuilder("err")
+    return b, b.parameter(0, Shape.array(xm.F32, (BOUND, 3))), b.parameter(1, S32)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda b, x, n: b.set_dimension_size(x, b.constant(np.int64(1)), 0), "s32 scalar"),
+    (lambda b, x, n: b.set_dimension_size(x, b.constant(np.int32([1])), 0), "s32 scalar"),
+    (lambda b, x, n: b.set_dimension_size(x, b.constant(1.0), 0), "s32 scalar"),
+    (lambda b, x, n: b.set_dimension_size(x, n, 2), "out of range"),
+    (lambda b, x, n: b.set_dimension_size(x, n, -1), "out of range"),
+    (lambda b, x, n: b.set_dimension_size(x, b.constant(np.int32(11)), 0), r"outside \[0, 10\]"),
+    (lambda b, x, n: b.set_dimension_size(x, b.constant(np.int32(-1)), 0), r"outside \[0, 10\]"),
+    (lambda b, x, n: b.set_dimension_size(b.constant(1.0), n, 0), "out of range"),
+    (lambda b, x, n: b.remove_dynamic_dimension_size(x, 3), "out of range"),
+    (lambda b, x, n: b.dynamic_reshape(x, [n], [30, 1], [True, False]), "one entry per"),
+    (lambda b, x, n: b.dynamic_reshape(x, [n, b.constant(np.int32(2))], [10, 3], [True, False]),
+     "dim_sizes.1. is 2, but dimension 1 is 3"),
+    (lambda b, x, n: b.dynamic_reshape(x, [b.constant(np.int64(3))], [30], [True]), "s32 scalar"),
+    (lambda b, x, n: b.parameter(2, Shape.parse("f32[<=3]")), "not supported yet"),
+])  # fmt: skip
+def test_build_errors(make, match: str) -> None:
+    b, x, n = _builder()
+    with pytest.raises(ShapeError, match=match):
+        make(b, x, n)
+
+
+@pytest.mark.parametrize("make, op", [
+    (lambda b, d: b.rev(d, [0]), "reverse"),
+    (lambda b, d: b.reshape(d, [30]), "reshape"),
+    (lambda b, d: b.tuple([d]), "tuple"),
+    (lambda b, d: b.slice(d, [1, 0], [10, 3]), "slicing dynamic dimension 0"),
+    (lambda b, d: b.concat_in_dim([d, d], 1), "concatenate"),
+    (lambda b, d: b.sort(d, dimension=0), "sort"),
+    (lambda b, d: b.pad(d, b.constant(np.float32(0)), [(0, 1, 0), (0, 0, 0)]), "pad"),
+    (lambda b, d: b.broadcast_in_dim(b.set_dimension_size(b.constant(np.float32([1])), b.constant(
+        np.int32(1)), 0), [4], [0]), "cannot be expanded"),
+])  # fmt: skip
+def test_ops_without_dynamic_support_say_so(make, op: str) -> None:
+    b, x, n = _builder()
+    d = b.set_dimension_size(x, n, 0)
+    with pytest.raises(ShapeError, match=op):
+        make(b, d)
+
+
+def test_constant_sizes_that_differ() -> None:
+    b, x, _ = _builder()
+    d3 = b.set_dimension_size(x, b.constant(np.int32(3)), 0)
+    d4 = b.set_dimension_size(x, b.constant(np.int32(4)), 0)
+    with pytest.raises(ShapeError, match=r"differ \(3 and 4\)"):
+        b.add(d3, d4)
+
+
+def test_a_sub_computation_cannot_return_a_dynamic_dimension() -> None:
+    sub = xm.XlaBuilder("sub")
+    p = sub.parameter(0, Shape.array(xm.F32, (4,)))
+    inner = sub.build(sub.set_dimension_size(p, sub.constant(np.int32(2)), 0))
+    b = xm.XlaBuilder("outer")
+    with pytest.raises(ShapeError, match="sub-computation"):
+        b.build(b.call(inner, [b.parameter(0, Shape.array(xm.F32, (4,)))]))
