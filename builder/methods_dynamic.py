@@ -22,7 +22,7 @@ import numpy as np
 from ..dialect.element_types import PrimitiveType
 from ..dialect.errors import ShapeError
 from ..dialect.ops_dynamic import check_dimension
-from ..dialect.registry import OpDef
+from ..dialect.registry import OpDef, lookup
 from ..dialect.shape import Shape
 from . import args
 from .computation import XlaComputation
@@ -57,8 +57,10 @@ class DynamicMethods(Recorder):
         if known is not None and not 0 <= known <= bound:
             raise ShapeError(name, [operand.shape, val.shape], f"size {known} is outside [0, {bound}], "
                              f"the bound of dimension {dimension}")
-        padded = self.emit(name, [self._static(operand), val], {"dimension": dimension})
+        # Checked by the shape rule before the clamp could reject a wrong type less clearly.
+        lookup(name).infer(operand.shape.with_dynamic_dimensions(None), val.shape, dimension=dimension)
         size = val if known is not None else self.clamp(0, val, bound)
+        padded = self.emit(name, [self._static(operand), val], {"dimension": dimension})
         sizes = list(self._sizes(operand))
         sizes[dimension] = size
         return self._make_dynamic(padded, tuple(sizes))
