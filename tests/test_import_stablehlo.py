@@ -297,17 +297,18 @@ def test_other_bad_modules():
 
 
 def test_unsupported_dot_algorithm():
+    """ANY_F8_ANY_F8_F32 is refused (the presets: test_import_dot_algorithms.py)."""
     text = """func.func @main(%a: tensor<2x2xf32>, %b: tensor<2x2xf32>) -> tensor<2x2xf32> {
       %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0],
-          algorithm = <lhs_precision_type = tf32, rhs_precision_type = tf32, accumulation_type = f32,
+          algorithm = <lhs_precision_type = f8E4M3FN, rhs_precision_type = f8E4M3FN, accumulation_type = f32,
                        lhs_component_count = 1, rhs_component_count = 1, num_primitive_operations = 1,
                        allow_imprecise_accumulation = false>
           : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
       return %0 : tensor<2x2xf32>
     }"""
-    with pytest.raises(xm.CompileError, match=r"dot_general at <input>:2:\d+: .*tf32"):
+    with pytest.raises(xm.CompileError, match=r"dot_general at <input>:2:\d+: .*f8e4m3fn"):
         imported(text)
-    ok = text.replace("tf32", "f32")
+    ok = text.replace("f8E4M3FN", "f32")
     a = np.arange(4, dtype=np.float32).reshape(2, 2)
     np.testing.assert_array_equal(xm.compile(imported(ok))(a, a), a @ a)
 
