@@ -127,3 +127,10 @@ def optimization_barrier(cx: OpContext) -> list[XlaOp]:
     if len(operands) == 1:
         return [cx.b.optimization_barrier(operands[0])]
     return cx.unpack(cx.b.optimization_barrier(cx.b.tuple(operands)), len(operands))
+
+
+@handles("stablehlo.set_dimension_size")
+def set_dimension_size(cx: OpContext) -> XlaOp:
+    # The result type is bounded (tensor<?xf32, #stablehlo.bounds<10>>): the builder derives
+    # the same bounded shape from the operand, so the type itself is not read.
+    return cx.b.set_dimension_size(cx.operands[0], cx.operands[1], cx.int("dimension"))

@@ -10,6 +10,7 @@ import pytest
 
 import xlamlir as xm
 from xlamlir import Shape, ShapeError
+from xlamlir.runtime.compiler import clear_cache
 
 S32 = Shape.scalar(xm.S32)
 BOUND = 10
@@ -302,3 +303,52 @@ def test_a_sub_computation_cannot_return_a_dynamic_dimension() -> None:
     b = xm.XlaBuilder("outer")
     with pytest.raises(ShapeError, match="sub-computation"):
         b.build(b.call(inner, [b.parameter(0, Shape.array(xm.F32, (4,)))]))
+
+
+# -- disk cache, StableHLO -------------------------------------------------------------------------
+
+
+def test_a_dynamic_result_from_the_disk_cache(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """The slicing is read from the executable's hlo stage, which the disk cache keeps."""
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path))
+    x = data((BOUND,), np.float32)
+    for status in ("miss", "hit"):
+        clear_cache()  # the in-memory cache would answer before the disk
+        b = xm.XlaBuilder("cached_dynamic")
+        p, n = b.parameter(0, Shape.array(xm.F32, (BOUND,))), b.parameter(1, S32)
+        exe = xm.compile(b.build(b.abs(b.set_dimension_size(p, n, 0))))
+        if exe.compile_stats.get("disk_cache") != status:
+            pytest.skip(f"the disk cache said {exe.compile_stats.get('disk_cache')}, not {status}")
+        np.testing.assert_array_equal(exe(x, np.int32(4)), np.abs(x[:4]))
+        assert str(exe.program_shape()[1]) == "f32[<=10]"
+
+
+_BOUNDED = "tensor<?xf32, #stablehlo.bounds<10>>"
+_STABLEHLO = f"""
+func.func @main(%x: tensor<10xf32>, %n: tensor<i32>) -> RESULT {{
+  %d = stablehlo.set_dimension_size %x, %n, dim = 0 : (tensor<10xf32>, tensor<i32>) -> {_BOUNDED}
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %r = stablehlo.reduce(%d init: %z) applies stablehlo.add across dimensions = [0]
+      : ({_BOUNDED}, tensor<f32>) -> tensor<f32>
+  return RETURN
+}}
+"""
+
+
+@pytest.mark.parametrize("result, ret, want", [
+    ("tensor<f32>", "%r : tensor<f32>", np.float32(6)),
+    (_BOUNDED, f"%d : {_BOUNDED}", np.float32([0, 1, 2, 3])),
+])  # fmt: skip
+def test_stablehlo_set_dimension_size(result: str, ret: str, want: np.ndarray) -> None:
+    pytest.importorskip("jax")
+    comp = xm.import_stablehlo(_STABLEHLO.replace("RESULT", result).replace("RETURN", ret))
+    got = xm.compile(comp)(np.arange(10, dtype=np.float32), np.int32(4))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_stablehlo_dynamic_results_in_a_tuple_are_an_error() -> None:
+    pytest.importorskip("jax")
+    text = _STABLEHLO.replace("RESULT", f"(tensor<f32>, {_BOUNDED})").replace(
+        "RETURN", f"%r, %d : tensor<f32>, {_BOUNDED}")
+    with pytest.raises(xm.CompileError, match="tuple does not accept a dynamic dimension"):
+        xm.import_stablehlo(text)
