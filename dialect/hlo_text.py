@@ -478,7 +478,7 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
     if kind in ("send", "recv"):
         return opcode, [_channel(a["channel"])], operands
     if kind in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "collective_broadcast",
-                "collective_permute"):
+                "collective_permute", "ragged_all_to_all"):
         extra = []
         if a.get("channel_id"):
             extra.append(f"channel_id={a['channel_id']}")

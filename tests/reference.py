@@ -1783,6 +1783,15 @@ class Interpreter:
     def _op_collective_broadcast(self, op, ins, a):
         return ins[0].copy()
 
+    def _op_ragged_all_to_all(self, op, ins, a):
+        """A group of one: the replica's own rows, input[input_offsets[0][u]:+send_sizes[0][u]],
+        written into output at output_offsets[0][u] (seed: RaggedAllToAll)."""
+        data, output, starts, sizes, at, _ = ins
+        result = output.copy()
+        for s, k, o in zip(*(np.asarray(v, np.int64).reshape(-1) for v in (starts, sizes, at))):
+            result[o:o + k] = data[s:s + k]
+        return result
+
     def _op_collective_permute(self, op, ins, a):
         """Replica 0 receives from a (0, 0) pair, else zeros."""
         if any(tuple(p) == (0, 0) for p in a["source_target_pairs"]):
