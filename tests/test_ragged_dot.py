@@ -212,3 +212,38 @@ def test_hlo_text_round_trips_through_the_verifier():
     lhs, rhs = data((5, 3), np.float32, 1), data((2, 3, 4), np.float32, 2)
     gs = np.array([2, 2], np.int64)
     np.testing.assert_array_equal(exe(lhs, rhs, gs), expected(lhs, rhs, gs, MK_GKN, np.float32))
+
+
+JAX_CASES = [
+    ((7, 3), (3, 3, 4), [2, -1, 4], RD(DN((1,), (1,)), (0,), (0,))),
+    ((7, 3), (3, 3, 4), [2, 3, 9], RD(DN((1,), (1,)), (0,), (0,))),
+    ((2, 5, 3), (2, 2, 3, 4), [[1, 4], [5, 0]], RD(DN((2,), (2,), (0,), (0,)), (1,), (1,))),
+    ((3, 7), (7, 2), [2, 0, 4], RD(DN((1,), (0,)), (1,))),
+    ((2, 3, 5), (2, 5, 2), [[2, 3], [5, 0]], RD(DN((2,), (1,), (0,), (0,)), (2,))),
+    ((3, 2, 4), (3, 4, 5), [1, 0], RD(DN((2,), (1,), (0,), (0,)), (0,))),
+]
+
+
+def _jax_ragged(dnums: RD):
+    lax = pytest.importorskip("jax").lax
+    d = dnums.dot_dimension_numbers
+    return lax.RaggedDotDimensionNumbers(
+        dot_dimension_numbers=((d.lhs_contracting_dimensions, d.rhs_contracting_dimensions),
+                               (d.lhs_batch_dimensions, d.rhs_batch_dimensions)),
+        lhs_ragged_dimensions=list(dnums.lhs_ragged_dimensions),
+        rhs_group_dimensions=list(dnums.rhs_group_dimensions))
+
+
+@pytest.mark.parametrize("case", JAX_CASES, ids=lambda c: f"{c[0]}x{c[1]}")
+def test_matches_jax_on_cpu(case):
+    """jax's ragged_dot_general on XLA:CPU (exact: small integers), and the chlo.ragged_dot
+    jax emits for other platforms imported (StableHLO legalizes it into masked dots)."""
+    jax = pytest.importorskip("jax")
+    lhs_shape, rhs_shape, sizes, dnums = case
+    lhs, rhs, gs = data(lhs_shape, np.float32, 1), data(rhs_shape, np.float32, 2), np.array(sizes, np.int32)
+    f = jax.jit(lambda a, b, g: jax.lax.ragged_dot_general(a, b, g, _jax_ragged(dnums)))
+    want = np.asarray(f(lhs, rhs, gs))
+    np.testing.assert_array_equal(check(lhs, rhs, gs, dnums), want)
+    text = f.trace(lhs, rhs, gs).lower(lowering_platforms=("tpu",)).as_text()
+    assert "chlo.ragged_dot" in text
+    np.testing.assert_array_equal(run(xm.import_stablehlo(text), lhs, rhs, gs), want)
