@@ -35,7 +35,7 @@ Sizes = tuple[XlaOp | None, ...]  # per dimension: the runtime size, None where 
 # Ops computed element by element on the padded arrays: the padding holds garbage the
 # consumers mask, the result has the operands' dynamic dimensions.
 _ELEMENTWISE_FAMILIES = frozenset({"unary", "binary", "compare"})
-_ELEMENTWISE_OPS = frozenset({"select", "clamp", "convert", "reduce_precision"})
+_ELEMENTWISE_OPS = frozenset({"select", "clamp", "convert", "reduce_precision", "map", "bitcast_convert"})
 
 
 class DynamicMethods(Recorder):
@@ -114,11 +114,10 @@ class DynamicMethods(Recorder):
         to its runtime sizes when called, as XLA returns a dynamic literal."""
         if root is None and self.ops:
             root = self.ops[-1]
+        if isinstance(root, (list, tuple)):
+            root = self.tuple(list(root))
         if isinstance(root, XlaOp) and root.builder is self and root.shape.is_dynamic():
-            if not root.shape.is_array():
-                raise ShapeError("build", [root.shape], "a tuple result with dynamic dimensions is "
-                                 "not supported yet; return one array")
-            sizes = [s for s in self._sizes(root) if s is not None]
+            sizes = [s for s in self._leaf_sizes(root) if s is not None]
             packed = self.tuple([self._static(root), *sizes])
             return DynamicResultComputation.of(self, packed, root.shape)
         return super().build(root)
@@ -139,9 +138,12 @@ class DynamicMethods(Recorder):
     def _elementwise(self, opdef: OpDef, operands: Sequence[XlaOp], statics: list[Any],
                      attrs: dict[str, Any]) -> XlaOp:
         result = self.emit(opdef, statics, attrs)
+        flat = [o for x in operands for o in (x if isinstance(x, tuple) else (x,))]  # map's
         sizes: list[XlaOp | None] = [None] * result.shape.rank
-        for operand in operands:
+        for operand in flat:
             if operand.shape.rank != result.shape.rank:
+                if operand.shape.is_dynamic():  # a bitcast_convert changing the width
+                    raise _not_yet(opdef.name, operands)
                 continue  # a scalar operand (clamp's bounds, a broadcast pred)
             for d, size in enumerate(self._sizes(operand)):
                 sizes[d] = _agree(opdef.name, operands, d, sizes[d], size)
@@ -154,6 +156,73 @@ class DynamicMethods(Recorder):
         if 0 <= dimension < operand.shape.rank and operand.shape.is_dynamic_dimension(dimension):
             return self._sizes(operand)[dimension]
         return self.emit("get_dimension_size", statics, attrs)
+
+    def _dynamic_tuple(self, operands: Sequence[Any], statics: list[Any],
+                       attrs: dict[str, Any]) -> XlaOp:
+        (elements,) = operands
+        result = self.emit("tuple", statics, attrs)
+        # The same IR values; get_tuple_element forwards these operands, so they must be the
+        # dynamic ones.
+        result.operands = tuple(operands)
+        result.shape = Shape.tuple([e.shape for e in elements])
+        self._dynamic_table()[result.uid] = [self._sizes(e) if e.shape.is_array() else () for e in elements]
+        return result
+
+    def _dynamic_get_tuple_element(self, operands: Sequence[XlaOp], statics: list[Any],
+                                   attrs: dict[str, Any]) -> XlaOp:
+        (operand,) = operands
+        result = self.emit("get_tuple_element", statics, attrs)
+        element = operand.shape.tuple_shapes[attrs["index"]]
+        if not element.is_dynamic():
+            return result
+        table = self._dynamic_table()
+        if not element.is_array() or operand.uid not in table:
+            raise _not_yet("get_tuple_element", operands)  # a nested tuple, or a tuple parameter
+        return self._make_dynamic(result, table[operand.uid][attrs["index"]])
+
+    def _dynamic_concatenate(self, operands: Sequence[Any], statics: list[Any],
+                             attrs: dict[str, Any]) -> XlaOp:
+        (inputs,) = operands
+        dimension = attrs["dimension"]
+        result = self.emit("concatenate", statics, attrs)
+        sizes: list[XlaOp | None] = [None] * result.shape.rank
+        for x in inputs:
+            for d, size in enumerate(self._sizes(x)):
+                if d == dimension and size is not None:
+                    raise ShapeError("concatenate", _shapes(operands), f"concatenating along dynamic "
+                                     f"dimension {d} is not supported yet")
+                sizes[d] = _agree("concatenate", operands, d, sizes[d], size)
+        return self._make_dynamic(result, tuple(sizes))
+
+    def _dynamic_reverse(self, operands: Sequence[XlaOp], statics: list[Any],
+                         attrs: dict[str, Any]) -> XlaOp:
+        (operand,) = operands
+        sizes = self._sizes(operand)
+        if any(sizes[d] is not None for d in attrs["dimensions"]):
+            raise ShapeError("reverse", [operand.shape], "reversing a dynamic dimension is not "
+                             "supported yet (the valid region would move to the end)")
+        return self._make_dynamic(self.emit("reverse", statics, attrs), sizes)
+
+    def _dynamic_reshape(self, operands: Sequence[XlaOp], statics: list[Any],
+                         attrs: dict[str, Any]) -> XlaOp:
+        """Only a dynamic major dimension, whose valid region is a prefix of the row-major
+        array: it stays a prefix if the new minor dimensions divide the old ones
+        ([<=10,6] -> [<=60], [<=20,3], [<=10,2,3]); anything else needs dynamic_reshape."""
+        (operand,) = operands
+        sizes = self._sizes(operand)
+        new_sizes = attrs["new_sizes"]
+        old_minor = int(np.prod(operand.shape.dimensions[1:], dtype=np.int64))
+        new_minor = int(np.prod(new_sizes[1:], dtype=np.int64))
+        if any(s is not None for s in sizes[1:]) or not new_sizes or new_minor == 0 or \
+                old_minor % new_minor:
+            raise ShapeError("reshape", [operand.shape], f"reshape of {operand.shape} to "
+                             f"{list(new_sizes)} with dynamic dimensions is not supported; only a "
+                             "dynamic major dimension whose new minor dimensions divide the old "
+                             "ones is; use dynamic_reshape")
+        result = self.emit("reshape", statics, attrs)
+        factor = old_minor // new_minor
+        size = sizes[0] if factor == 1 else self.mul(sizes[0], self.constant(np.int32(factor)))
+        return self._make_dynamic(result, (size, *(None,) * (len(new_sizes) - 1)))
 
     def _dynamic_broadcast_in_dim(self, operands: Sequence[XlaOp], statics: list[Any],
                                   attrs: dict[str, Any]) -> XlaOp:
@@ -249,6 +318,16 @@ class DynamicMethods(Recorder):
         raise ShapeError("dynamic", [op.shape], f"{op!r} has a dynamic dimension of no known "
                          "runtime size (a parameter with a dynamic shape is not supported yet; "
                          "pass the padded array and its size, then set_dimension_size)")
+
+    def _leaf_sizes(self, op: XlaOp) -> list[XlaOp | None]:
+        """The sizes of every array leaf of `op`, depth-first: what the entry returns."""
+        if op.shape.is_array():
+            return list(self._sizes(op))
+        if op.shape.is_token():
+            return []
+        if op.opdef is None or op.opdef.name != "tuple":
+            raise ShapeError("build", [op.shape], "a dynamic tuple result must be built by tuple()")
+        return [s for e in op.operands[0] for s in self._leaf_sizes(e)]
 
     def _make_dynamic(self, op: XlaOp, sizes: Sizes) -> XlaOp:
         """`op` (just built, static) with the dimensions that have a size made dynamic."""

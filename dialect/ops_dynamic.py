@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -85,11 +86,22 @@ def dynamic_result_of(module_text: str) -> Shape | None:
     return None if m is None else Shape.parse(m.group(1))
 
 
-def slice_to_sizes(shape: Shape, padded: np.ndarray, sizes: Sequence[np.ndarray]) -> np.ndarray:
-    """The padded result cut to its runtime sizes (one s32 per dynamic dimension of `shape`, in
-    order), as XLA returns a dynamic literal. A size outside [0, bound] is clamped: XLA leaves
-    it undefined, the slice stays in bounds."""
-    it = iter(sizes)
-    index = tuple(slice(0, min(max(int(next(it)), 0), bound)) if dynamic else slice(None)
-                  for bound, dynamic in zip(shape.dimensions, shape.dynamic_dimensions))
-    return np.ascontiguousarray(padded[index])
+def slice_to_sizes(shape: Shape, outputs: Sequence[np.ndarray]) -> Any:
+    """What an entry returning the dynamic `shape` gives the caller: `outputs` are its padded
+    array leaves (depth-first; a token has none), then one s32 size per dynamic dimension,
+    in order; every leaf is cut to its sizes, as XLA returns a dynamic literal. A size
+    outside [0, bound] is clamped: XLA leaves it undefined, the slice stays in bounds."""
+    count = sum(1 for leaf in shape.flatten() if leaf.is_array())
+    padded, sizes = iter(outputs[:count]), iter(outputs[count:])
+
+    def build(s: Shape) -> Any:
+        if s.is_tuple():
+            return tuple(build(e) for e in s.tuple_shapes)
+        if s.is_token():
+            return None
+        index = tuple(slice(0, min(max(int(next(sizes)), 0), bound)) if dynamic else slice(None)
+                      for bound, dynamic in zip(s.dimensions, s.dynamic_dimensions))
+        array = next(padded)
+        return np.ascontiguousarray(array[index]) if s.is_dynamic() else array
+
+    return build(shape)

@@ -240,7 +240,7 @@ class Executable:
 
     def _package(self, outputs: list[np.ndarray]) -> Any:
         if self.dynamic_result is not None:
-            return slice_to_sizes(self.dynamic_result, outputs[0], outputs[1:])
+            return slice_to_sizes(self.dynamic_result, outputs)
         if self.result_shape.is_array():
             return outputs[0]
         it = iter(outputs)
