@@ -354,3 +354,80 @@ def test_stablehlo_dynamic_results_in_a_tuple() -> None:
     total, d = xm.compile(xm.import_stablehlo(text))(np.arange(10, dtype=np.float32), np.int32(4))
     assert total == 6
     np.testing.assert_array_equal(d, np.float32([0, 1, 2, 3]))
+
+
+# -- more ops that accept dynamic dimensions ----------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [0, 1, 4, BOUND])
+def test_reshape_of_a_dynamic_major_dimension(size: int) -> None:
+    x = data((BOUND, 6), np.float32)
+
+    def build(b, p, n):
+        d = b.set_dimension_size(p, n, 0)  # f32[<=10,6]
+        flat, split = b.reshape(d, [60]), b.reshape(d, [20, 3])
+        same = b.reshape(d, [BOUND, 2, 3])
+        assert [str(r.shape) for r in (flat, split, same)] == [
+            "f32[<=60]", "f32[<=20,3]", "f32[<=10,2,3]"]
+        total = b.reduce(flat, np.float32(0), lambda s, t: b.add(s, t), [0])
+        return b.tuple([split, same, total])
+
+    exe = compile_dynamic(build, Shape.array(xm.F32, (BOUND, 6)), S32)
+    split, same, total = exe(x, np.int32(size))
+    np.testing.assert_array_equal(split, x[:size].reshape(2 * size, 3))
+    np.testing.assert_array_equal(same, x[:size].reshape(size, 2, 3))
+    np.testing.assert_allclose(total, x[:size].sum(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("size", [0, 2, 5])
+def test_tuple_results_are_sliced_leaf_by_leaf(size: int) -> None:
+    x = data((5, 2), np.int32)
+
+    def build(b, p, n):
+        d = b.set_dimension_size(p, n, 0)
+        t = b.tuple([d, b.tuple([b.neg(d), p]), b.create_token()])
+        again = b.get_tuple_element(t, 0)  # forwarded: still dynamic
+        assert str(again.shape) == "s32[<=5,2]"
+        return [t, b.reduce(again, np.int32(0), lambda s, u: b.add(s, u), [0])]
+
+    exe = compile_dynamic(build, Shape.array(xm.S32, (5, 2)), S32)
+    assert str(exe.program_shape()[1]) == "((s32[<=5,2], (s32[<=5,2], s32[5,2]), token[]), s32[2])"
+    (a, (neg, whole), token), total = exe(x, np.int32(size))
+    np.testing.assert_array_equal(a, x[:size])
+    np.testing.assert_array_equal(neg, -x[:size])
+    np.testing.assert_array_equal(whole, x)
+    assert token is None
+    np.testing.assert_array_equal(total, x[:size].sum(0))
+
+
+def test_variadic_reduce_keeping_a_dynamic_dimension() -> None:
+    x = data((3, BOUND), np.float32)
+
+    def build(b, p, n):
+        d = b.set_dimension_size(p, n, 1)
+        i = b.set_dimension_size(b.iota(Shape.array(xm.S32, (3, BOUND)), 0), n, 1)
+
+        def argmax(acc, idx, v, j):
+            better = b.gt(v, acc)
+            return [b.select(better, v, acc), b.select(better, j, idx)]
+
+        return b.reduce([d, i], [np.float32(-np.inf), np.int32(0)], argmax, [0])
+
+    exe = compile_dynamic(build, Shape.array(xm.F32, (3, BOUND)), S32)
+    values, index = exe(x, np.int32(4))
+    np.testing.assert_array_equal(values, x[:, :4].max(0))
+    np.testing.assert_array_equal(index, x[:, :4].argmax(0))
+
+
+@pytest.mark.parametrize("size", [0, 3])
+def test_concatenate_rev_map_along_static_dimensions(size: int) -> None:
+    x = data((4, 2), np.float32)
+
+    def build(b, p, n):
+        d = b.set_dimension_size(p, n, 0)
+        c = b.concat_in_dim([d, b.rev(d, [1])], 1)  # f32[<=4,4]
+        return b.map([c, c], lambda u, v: b.mul(u, v), [0, 1])
+
+    exe = compile_dynamic(build, Shape.array(xm.F32, (4, 2)), S32)
+    c = np.concatenate([x[:size], x[:size, ::-1]], 1)
+    np.testing.assert_array_equal(exe(x, np.int32(size)), c * c)
