@@ -520,6 +520,7 @@ class Generator(StructuredOps):
                   "call", "map", "argmax", "reduce_window", "reduce_window", "select_and_scatter",
                   "conv", "conv", "fft", "cholesky", "triangular_solve", "batch_norm", "bits", "top_k",
                   "rng_bit_generator", "collective", "custom_call",
+                  "ragged_dot", "scaled_dot",
                   "twin", "twin", "twin")
 
     def make(self) -> Case:
