@@ -143,6 +143,29 @@ def test_zero_length_scan_dimension(dims, dim):
     np.testing.assert_array_equal(carry, init)  # no step: the carry is its init
 
 
+def test_empty_elements_still_take_every_step():
+    # [0, 3] along dimension 1: three steps on empty elements; one carry counts them, the other
+    # (empty) sums the elements. Found by the differential fuzzer: the slices of an empty input
+    # were offset 0 into a dimension of size 0, which MLIR refuses.
+    x = np.zeros((0, 3), np.float32)
+    empty = np.zeros((0,), np.float32)
+    comp = build_scan([x], [np.int32(0), empty], lambda e, c, acc: (e, c + np.int32(1), acc + e), 1)
+    out, steps, total = run(comp, x, np.int32(0), empty)
+    assert out.shape == (0, 3) and steps == 3 and total.shape == (0,)
+
+
+@pytest.mark.parametrize("dims, dim", [((1, 7, 1), 2), ((1, 7, 1), 1), ((1, 1, 5), 2),
+                                       ((2, 1, 1), 0), ((1, 1), 1)])
+def test_size_one_dimensions_beside_the_scan_dimension(dims, dim):
+    """Found by the differential fuzzer: a rank-reducing slice of [1, 7, 1] along dimension 2
+    was ambiguous (which size-1 dimension goes?) and canonicalization dropped the wrong one."""
+    x = np.arange(np.prod(dims), dtype=np.int8).reshape(dims)
+    init = np.ones(np.take(x, 0, axis=dim).shape, np.int8)
+    outs, carries = numpy_scan(lambda e, c: ((c + e).astype(np.int8),) * 2, [x], [init], dim, True)
+    check(build_scan([x], [init], lambda e, c: (c + e,) * 2, dim, reverse=True), [x], [init],
+          outs, carries)
+
+
 def test_no_carries_and_no_outputs():
     x = np.float32([1, 2, 4])
     only_outputs = build_scan([x], [], lambda e: e * e, 0)

@@ -32,21 +32,50 @@ from .sort_kernels import for_range
 _DYNAMIC = -(2 ** 63)  # ShapedType::kDynamic: an offset given as an SSA value
 
 
+def _groups(rank: int, dim: int) -> list[list[int]]:
+    """The reassociation that merges size-1 dimension `dim` into a neighbour (none at rank 1)."""
+    if rank == 1:
+        return []
+    keep = dim + 1 if dim + 1 < rank else dim - 1
+    merged = sorted((dim, keep))
+    groups: list[list[int]] = []
+    for d in range(rank):
+        if d == merged[1]:
+            continue
+        groups.append(merged if d == merged[0] else [d])
+    return groups
+
+
+def _slice_args(dims: list[int], dim: int) -> tuple[list[int], list[int], list[int]]:
+    offsets = [_DYNAMIC if d == dim else 0 for d in range(len(dims))]
+    sizes = [1 if d == dim else n for d, n in enumerate(dims)]
+    return offsets, sizes, [1] * len(dims)
+
+
 def _row(x: ir.Value, index: ir.Value, dim: int) -> ir.Value:
-    """Element `index` of `x` along `dim`, without that dimension."""
+    """Element `index` of `x` along `dim`, without that dimension. The slice keeps the rank and
+    a collapse_shape drops the dimension: a rank-reducing slice of a tensor with other size-1
+    dimensions is ambiguous, and canonicalization then dropped the wrong one."""
     t = ir.RankedTensorType(x.type)
     dims = list(t.shape)
     element = ir.RankedTensorType.get(dims[:dim] + dims[dim + 1:], t.element_type)
-    offsets = [_DYNAMIC if d == dim else 0 for d in range(len(dims))]
-    sizes = [1 if d == dim else n for d, n in enumerate(dims)]
-    return tensor.extract_slice(element, x, [index], [], [], offsets, sizes, [1] * len(dims))
+    if 0 in dims:  # nothing to read (and MLIR refuses offset 0 into a dimension of size 0)
+        return tensor.EmptyOp(list(element.shape), t.element_type).result
+    offsets, sizes, strides = _slice_args(dims, dim)
+    row = tensor.extract_slice(ir.RankedTensorType.get(sizes, t.element_type), x, [index], [], [],
+                               offsets, sizes, strides)
+    return tensor.collapse_shape(element, row, _groups(len(dims), dim))
 
 
 def _put_row(row: ir.Value, into: ir.Value, index: ir.Value, dim: int) -> ir.Value:
-    dims = list(ir.RankedTensorType(into.type).shape)
-    offsets = [_DYNAMIC if d == dim else 0 for d in range(len(dims))]
-    sizes = [1 if d == dim else n for d, n in enumerate(dims)]
-    return tensor.insert_slice(row, into, [index], [], [], offsets, sizes, [1] * len(dims))
+    t = ir.RankedTensorType(into.type)
+    dims = list(t.shape)
+    if 0 in dims:  # nothing to write
+        return into
+    offsets, sizes, strides = _slice_args(dims, dim)
+    expanded = tensor.expand_shape(ir.RankedTensorType.get(sizes, t.element_type), row,
+                                   _groups(len(dims), dim), [], sizes)
+    return tensor.insert_slice(expanded, into, [index], [], [], offsets, sizes, strides)
 
 
 def _position(i: ir.Value, steps: int, reverse: bool) -> ir.Value:
