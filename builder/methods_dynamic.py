@@ -2,13 +2,16 @@
 dynamic_reshape, and what every other op does with a dynamic operand.
 
 The mechanism (docs/architecture.md, "Bounded dynamic shapes"): the IR is static. A
-dynamic value is an XlaOp whose Shape has dynamic dimensions (``f32[<=10]``) over a static
-IR value, the padded array; the builder records beside it one s32 scalar XlaOp per dynamic
-dimension, its runtime size. `Recorder.emit` hands any op with a dynamic operand to
-`_emit_dynamic`, which emits the op on the padded arrays (their static views) and makes the
-result dynamic where XLA's shape inference does. Ops that must not see the padding get it
-masked first by ordinary ops (iota < size, select): a reduction with its init value, a
-contraction with zero. An op not handled here raises ShapeError, never a silent answer.
+dynamic value is a `DynamicView`, an XlaOp whose Shape has dynamic dimensions
+(``f32[<=10]``) over a recorded static op, the padded array; the builder records beside it
+one s32 scalar XlaOp per dynamic dimension, its runtime size. Views never become operands
+of recorded ops, so the graph (what is emitted, what tests/reference.py interprets) is
+static throughout; only a multi-result op's results may carry dynamic shapes.
+`Recorder.emit` hands any op with a dynamic operand to `_emit_dynamic`, which emits the op
+on the padded arrays and returns a view where XLA's shape inference makes the result
+dynamic. Ops that must not see the padding get it masked first by ordinary ops
+(iota < size, select): a reduction with its init value, a contraction with zero. An op not
+handled here raises ShapeError, never a silent answer.
 Imports `dialect`.
 """
 
@@ -74,12 +77,7 @@ class DynamicMethods(Recorder):
         check_dimension(name, operand.shape, dimension)
         sizes = list(self._sizes(operand))
         sizes[dimension] = None
-        if not any(s is not None for s in sizes):
-            return self._static(operand)
-        view = XlaOp(self, operand.shape, source=operand if operand.source is None else operand.source,
-                     index=operand.index if operand.source is not None else 0, location=operand.location)
-        self.ops.append(view)  # build() without a root returns the last op: this one
-        return self._make_dynamic(view, tuple(sizes))
+        return self._make_dynamic(self._static(operand), tuple(sizes))
 
     def dynamic_reshape(self, operand: XlaOp, dim_sizes: Sequence[XlaOp],
                         new_size_bounds: Sequence[int], dims_are_dynamic: Sequence[bool]) -> XlaOp:
@@ -161,12 +159,10 @@ class DynamicMethods(Recorder):
                        attrs: dict[str, Any]) -> XlaOp:
         (elements,) = operands
         result = self.emit("tuple", statics, attrs)
-        # The same IR values; get_tuple_element forwards these operands, so they must be the
-        # dynamic ones.
-        result.operands = tuple(operands)
-        result.shape = Shape.tuple([e.shape for e in elements])
-        self._dynamic_table()[result.uid] = [self._sizes(e) if e.shape.is_array() else () for e in elements]
-        return result
+        view = DynamicView(self, Shape.tuple([e.shape for e in elements]), result)
+        self._dynamic_table()[view.uid] = [self._entry(e) for e in elements]
+        self.ops.append(view)
+        return view
 
     def _dynamic_get_tuple_element(self, operands: Sequence[XlaOp], statics: list[Any],
                                    attrs: dict[str, Any]) -> XlaOp:
@@ -175,10 +171,10 @@ class DynamicMethods(Recorder):
         element = operand.shape.tuple_shapes[attrs["index"]]
         if not element.is_dynamic():
             return result
-        table = self._dynamic_table()
-        if not element.is_array() or operand.uid not in table:
-            raise _not_yet("get_tuple_element", operands)  # a nested tuple, or a tuple parameter
-        return self._make_dynamic(result, table[operand.uid][attrs["index"]])
+        entry = self._entry(operand)
+        if entry is None or not element.is_array():
+            raise _not_yet("get_tuple_element", operands)  # a nested tuple
+        return self._make_dynamic(result, entry[attrs["index"]])
 
     def _dynamic_concatenate(self, operands: Sequence[Any], statics: list[Any],
                              attrs: dict[str, Any]) -> XlaOp:
@@ -319,35 +315,51 @@ class DynamicMethods(Recorder):
                          "runtime size (a parameter with a dynamic shape is not supported yet; "
                          "pass the padded array and its size, then set_dimension_size)")
 
+    def _entry(self, op: XlaOp) -> Any:
+        """What the table holds for `op`: Sizes for an array, a list of entries for a tuple;
+        None for a static value."""
+        if not op.shape.is_dynamic():
+            return None
+        if op.shape.is_array():
+            return self._sizes(op)
+        return self._dynamic_table()[op.uid]
+
     def _leaf_sizes(self, op: XlaOp) -> list[XlaOp | None]:
         """The sizes of every array leaf of `op`, depth-first: what the entry returns."""
-        if op.shape.is_array():
-            return list(self._sizes(op))
-        if op.shape.is_token():
-            return []
-        if op.opdef is None or op.opdef.name != "tuple":
-            raise ShapeError("build", [op.shape], "a dynamic tuple result must be built by tuple()")
-        return [s for e in op.operands[0] for s in self._leaf_sizes(e)]
+        def walk(shape: Shape, entry: Any) -> list[XlaOp | None]:
+            if shape.is_tuple():
+                return [s for i, e in enumerate(shape.tuple_shapes)
+                        for s in walk(e, None if entry is None else entry[i])]
+            if shape.is_token():
+                return []
+            return list(entry) if entry is not None else [None] * shape.rank
+
+        return walk(op.shape, self._entry(op))
 
     def _make_dynamic(self, op: XlaOp, sizes: Sizes) -> XlaOp:
-        """`op` (just built, static) with the dimensions that have a size made dynamic."""
+        """A view of `op` (recorded, static) with the dimensions that have a size dynamic."""
         if not any(s is not None for s in sizes):
             return op
-        op.shape = _dynamic_shape(op.shape, sizes)
-        self._dynamic_table()[op.uid] = sizes
-        return op
+        view = DynamicView(self, _dynamic_shape(op.shape, sizes), op)
+        self._dynamic_table()[view.uid] = sizes
+        self.ops.append(view)  # build() without a root returns the last op: this one
+        return view
 
     def _static(self, op: XlaOp) -> XlaOp:
-        """The padded array: the same IR value as `op`, seen with its static shape."""
+        """The padded array: the recorded static op behind `op`."""
         if not op.shape.is_dynamic():
             return op
-        views = self.__dict__.setdefault("_static_views", {})
-        view = views.get(op.uid)
-        if view is None:
-            view = views[op.uid] = XlaOp(
-                self, _static_shape(op.shape), source=op if op.source is None else op.source,
-                index=op.index if op.source is not None else 0, location=op.location)
-        return view
+        if isinstance(op, DynamicView):
+            return op.padded
+        if op.source is None:
+            raise ShapeError("dynamic", [op.shape], f"{op!r} has a dynamic dimension of no known "
+                             "runtime size")
+        # A result of a multi-result op with dynamic dimensions: the same result, static.
+        views = self.__dict__.setdefault("_static_results", {})
+        if op.uid not in views:
+            views[op.uid] = XlaOp(self, _static_shape(op.shape), source=op.source, index=op.index,
+                                  location=op.location)
+        return views[op.uid]
 
     def _mask(self, x: XlaOp, sizes: dict[int, XlaOp], fill: XlaOp) -> XlaOp:
         """`x` (static) with `fill` (a scalar) wherever index d >= sizes[d]."""
@@ -360,6 +372,22 @@ class DynamicMethods(Recorder):
             below = self.lt(iota, self.broadcast_in_dim(size, bounds, []))
             inside = below if inside is None else self.and_(inside, below)
         return self.select(inside, x, self.broadcast_in_dim(fill, bounds, []))
+
+
+class DynamicView(XlaOp):
+    """A value with dynamic dimensions: the recorded static op `padded` seen with a dynamic
+    shape. The builder replaces it by `padded` wherever it is an operand; it is never
+    emitted itself."""
+
+    __slots__ = ("padded",)
+
+    def __init__(self, builder: Any, shape: Shape, padded: XlaOp) -> None:
+        super().__init__(builder, shape, location=padded.location)
+        self.padded = padded
+
+    def __repr__(self) -> str:
+        what = padded.opdef.name if (padded := self.padded).opdef else "parameter"
+        return f"XlaOp({what}: {self.shape})"
 
 
 def _dynamic_shape(shape: Shape, sizes: Sizes) -> Shape:

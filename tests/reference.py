@@ -1518,6 +1518,25 @@ class Interpreter:
     def _op_get_dimension_size(self, op, ins, a):
         return np.array(ins[0].shape[a["dimension"]], np.int32)
 
+    def _op_set_dimension_size(self, op, ins, a):
+        # The padded data as is: the builder carries the size beside it and masks where XLA
+        # ignores the padding (builder/methods_dynamic.py), so the graph is static.
+        return ins[0]
+
+    def _op_dynamic_reshape(self, op, ins, a):
+        """The operand's valid region (the input sizes) reshaped row-major to the output
+        sizes, zero-padded to `new_size_bounds`; sizes are clamped to [0, bound]."""
+        x, in_sizes, out_sizes = ins
+        bounds = tuple(a["new_size_bounds"])
+        valid = x[tuple(slice(0, min(max(int(s), 0), d)) for s, d in zip(in_sizes, x.shape))]
+        sizes = tuple(min(max(int(s), 0), b) for s, b in zip(out_sizes, bounds))
+        if math.prod(sizes) != valid.size:
+            raise AssertionError(f"dynamic_reshape of {valid.size} elements to {sizes}: "
+                                 "undefined in XLA")
+        out = np.zeros(bounds, x.dtype)
+        out[tuple(slice(0, s) for s in sizes)] = valid.reshape(sizes)
+        return out
+
     def _op_dynamic_slice(self, op, ins, a):
         x, sizes = ins[0], a["slice_sizes"]
         starts = [min(max(int(s), 0), d - n) for s, d, n in zip(ins[1], x.shape, sizes)]

@@ -7,9 +7,11 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from reference import evaluate
 
 import xlamlir as xm
 from xlamlir import Shape, ShapeError
+from xlamlir.dialect.ops_dynamic import slice_to_sizes
 from xlamlir.runtime.compiler import clear_cache
 
 S32 = Shape.scalar(xm.S32)
@@ -431,3 +433,29 @@ def test_concatenate_rev_map_along_static_dimensions(size: int) -> None:
     exe = compile_dynamic(build, Shape.array(xm.F32, (4, 2)), S32)
     c = np.concatenate([x[:size], x[:size, ::-1]], 1)
     np.testing.assert_array_equal(exe(x, np.int32(size)), c * c)
+
+
+# -- the numpy oracle -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [0, 2, 6])
+def test_the_reference_interpreter_agrees(size: int) -> None:
+    """The recorded graph is static (views never become operands), so tests/reference.py
+    interprets it as it is; its (padded, sizes) result sliced is what the executable returns."""
+    def build(b, p, n):
+        d = b.set_dimension_size(p, n, 0)
+        r = b.dynamic_reshape(b.exp(d), [b.mul(n, b.constant(np.int32(4))), b.constant(np.int32(1))],
+                              [24, 1], [True, False])
+        total = b.reduce(d, np.float32(0), lambda s, t: b.add(s, t), [0])
+        return [r, b.dot(b.transpose(d, [1, 0]), d), total]
+
+    b = xm.XlaBuilder("oracle")
+    comp = b.build(build(b, b.parameter(0, Shape.array(xm.F32, (6, 4))), b.parameter(1, S32)))
+    x = data((6, 4), np.float32)
+    got = xm.compile(comp)(x, np.int32(size))
+    padded = evaluate(comp, [x, np.int32(size)])
+    leaves = [padded[0][0], padded[0][1], padded[0][2], *padded[1:]]
+    want = slice_to_sizes(comp.program_shape()[1], leaves)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5)
+    np.testing.assert_allclose(got[0][:, 0], np.exp(x[:size]).reshape(-1), rtol=1e-6)
