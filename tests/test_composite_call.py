@@ -91,3 +91,15 @@ def test_shape_rules_hold_for_parsed_text(edit, message):
     assert bad != text
     with pytest.raises(xm.CompileError, match=message):
         xm.compile_mlir(bad)
+
+
+def test_a_composite_inside_a_reduction_body_is_scalar_code():
+    # A reducer whose body is a composite: lowered as scalar code like a call.
+    def reducer(a, c):
+        return a.builder.composite_call(lambda p, q: p.builder.max(p, q), [a, c], "my.max")
+
+    b = xm.XlaBuilder("t")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (2, 3)))
+    b.reduce(x, np.float32(-np.inf), reducer, [1])
+    data = np.float32([[1, 5, -2], [-7, -3, -9]])
+    np.testing.assert_array_equal(run(b.build(), data), [5, -3])
