@@ -1,4 +1,4 @@
-"""dot, dot_general, convolution, fft, triangular_solve, cholesky, batch norm."""
+"""dot, dot_general, chlo.ragged_dot, convolution, fft, triangular_solve, cholesky, batch norm."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from ..builder import XlaOp
 from ..dialect import dot_algorithms
 from ..dialect.errors import ShapeError
 from ..dialect.ops_conv import ConvDimensionNumbers
-from ..dialect.ops_dot import DotDimensionNumbers
+from ..dialect.ops_dot import DotDimensionNumbers, RaggedDotDimensionNumbers
+from . import parsing
 from .importer import OpContext, handles
+from .ops_misc import KNOWN_TARGETS
 from .types import Unsupported
 
 
@@ -53,6 +55,26 @@ def dot_general(cx: OpContext) -> XlaOp:
                                 tuple(d.lhs_batching_dimensions), tuple(d.rhs_batching_dimensions))
     return cx.b.dot_general(lhs, rhs, dnums, precision_config=_precision(cx),
                             preferred_element_type=_preferred(cx, [lhs, rhs]), algorithm=_algorithm(cx))
+
+
+def ragged_dot(cx: OpContext) -> XlaOp:
+    """A chlo.ragged_dot, kept by parsing.py as a custom_call with its dimension numbers."""
+    config = dict(item.split("=", 1) for item in cx.str("backend_config").split(";"))
+
+    def dims(name: str) -> tuple[int, ...]:
+        return tuple(int(v) for v in config[name].split(",") if v)
+
+    lhs, rhs, group_sizes = cx.operands
+    dnums = RaggedDotDimensionNumbers(
+        DotDimensionNumbers(dims("lhs_contracting_dimensions"), dims("rhs_contracting_dimensions"),
+                            dims("lhs_batching_dimensions"), dims("rhs_batching_dimensions")),
+        dims("lhs_ragged_dimensions"), dims("rhs_group_dimensions"))
+    levels = config["precision"].split(",") if config["precision"] else None
+    return cx.b.ragged_dot(lhs, rhs, group_sizes, dnums, precision_config=levels,
+                           preferred_element_type=_preferred(cx, [lhs, rhs]))
+
+
+KNOWN_TARGETS[parsing.RAGGED_DOT_TARGET] = ragged_dot
 
 
 @handles("stablehlo.dot")

@@ -1,7 +1,7 @@
 """Importing dot_general's `algorithm` attribute (each preset becomes the builder's
 `algorithm=`, tests/test_dot_algorithms.py checks their numerics) and chlo.ragged_dot
-(legalized by StableHLO's chlo-legalize-to-stablehlo into per-group masked dots) from a
-hand-written fixture, tests/fixtures/stablehlo/dot_algorithms.mlir."""
+(kept from StableHLO's legalization, which would unroll it per group, and imported as
+ragged_dot) from a hand-written fixture, tests/fixtures/stablehlo/dot_algorithms.mlir."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 def test_fixture():
     computation = xm.import_stablehlo(FIXTURE.read_text(), filename=str(FIXTURE))
+    assert computation.as_mlir_text().count("xhlo.ragged_dot") == 1
     # 1 + 2**-10 is not a bf16 (it rounds to 1) nor a tf32 (truncated to 1 + 2**-10: tf32 has
     # 10 fraction bits, so it is one); 1 + 2**-12 is neither.
     x = np.array([[1 + 2**-10, 1 + 2**-12, 0], [2, 0, 1]], np.float32)
@@ -38,6 +39,25 @@ def test_fixture():
     assert tf32[0, 0] == np.float32(1 + 2**-10 + 1)  # 2**-12 truncated away
     np.testing.assert_array_equal(f16, (h.astype(np.float32) @ h.T.astype(np.float32)))
     np.testing.assert_array_equal(ragged, np.stack([x[0] @ y, np.zeros(2)]).astype(np.float32))
+
+
+def test_ragged_dot_precision_and_s64_group_sizes():
+    text = """func.func @main(%x: tensor<2x3xf32>, %w: tensor<2x3x2xf32>, %g: tensor<2xi64>)
+        -> tensor<2x2xf32> {
+      %0 = "chlo.ragged_dot"(%x, %w, %g) {
+          ragged_dot_dimension_numbers = #chlo.ragged_dot<lhs_batching_dimensions = [],
+              rhs_batching_dimensions = [], lhs_contracting_dimensions = [1],
+              rhs_contracting_dimensions = [1],
+              lhs_ragged_dimensions = [0], rhs_group_dimensions = [0]>,
+          precision_config = [#chlo<precision HIGHEST>, #chlo<precision DEFAULT>]}
+          : (tensor<2x3xf32>, tensor<2x3x2xf32>, tensor<2xi64>) -> tensor<2x2xf32>
+      return %0 : tensor<2x2xf32>
+    }"""
+    computation = xm.import_stablehlo(text)
+    assert 'precision_config = "HIGHEST,DEFAULT"' in computation.as_mlir_text()
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    w = np.ones((2, 3, 2), np.float32)
+    np.testing.assert_array_equal(run(computation, x, w, np.array([0, 2], np.int64)), [[3, 3], [12, 12]])
 
 
 def test_storage_types_the_algorithm_rejects():
