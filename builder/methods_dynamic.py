@@ -258,19 +258,47 @@ class DynamicMethods(Recorder):
                         attrs: dict[str, Any]) -> XlaOp:
         inputs, inits = operands
         reduced = set(attrs["dimensions"])
-        sizes: list[XlaOp | None] = [None] * inputs[0].shape.rank
-        for x in inputs:
-            for d, size in enumerate(self._sizes(x)):
-                if d < len(sizes):
-                    sizes[d] = _agree("reduce", list(inputs), d, sizes[d], size)
+        sizes = self._common_sizes("reduce", inputs)
         masked_dims = {d: s for d, s in enumerate(sizes) if s is not None and d in reduced}
         masked = tuple(self._mask(x, masked_dims, init) for x, init in zip(statics[0], statics[1]))
         result = self.emit("reduce", [masked, statics[1]], attrs)
-        kept = tuple(s for d, s in enumerate(sizes) if d not in reduced)
-        if any(s is not None for s in kept):
-            result.shape = Shape.tuple([_dynamic_shape(s, kept) for s in result.shape.tuple_shapes])
-            self._dynamic_table()[result.uid] = [kept] * len(result.shape.tuple_shapes)
-        return result
+        return self._dynamic_results(result, tuple(s for d, s in enumerate(sizes) if d not in reduced))
+
+    def _dynamic_sort(self, operands: Sequence[Any], statics: list[Any],
+                      attrs: dict[str, Any]) -> XlaOp:
+        """Rows along a static dimension sort independently: the others stay dynamic."""
+        (inputs,) = operands
+        sizes = self._common_sizes("sort", inputs)
+        if sizes[attrs["dimension"]] is not None:
+            raise ShapeError("sort", _shapes(operands), f"sorting along dynamic dimension "
+                             f"{attrs['dimension']} is not supported yet (the padding would sort in)")
+        return self._dynamic_results(self.emit("sort", statics, attrs), sizes)
+
+    def _dynamic_pad(self, operands: Sequence[XlaOp], statics: list[Any],
+                     attrs: dict[str, Any]) -> XlaOp:
+        operand = operands[0]
+        sizes = self._sizes(operand)
+        configs = zip(attrs["edge_padding_low"], attrs["edge_padding_high"], attrs["interior_padding"])
+        for d, (size, config) in enumerate(zip(sizes, configs)):
+            if size is not None and config != (0, 0, 0):
+                raise ShapeError("pad", _shapes(operands), f"padding dynamic dimension {d} is not "
+                                 "supported yet")
+        return self._make_dynamic(self.emit("pad", statics, attrs), sizes)
+
+    def _dynamic_convolution(self, operands: Sequence[XlaOp], statics: list[Any],
+                             attrs: dict[str, Any]) -> XlaOp:
+        """Only a dynamic batch dimension of the input: batch elements convolve independently."""
+        lhs, rhs = operands
+        sizes = self._sizes(lhs)
+        batch = attrs["input_batch_dimension"]
+        if rhs.shape.is_dynamic() or any(s is not None for d, s in enumerate(sizes) if d != batch) \
+                or attrs["batch_group_count"] != 1:
+            raise ShapeError("convolution", _shapes(operands), "a convolution takes a dynamic "
+                             "dimension only as the input's batch dimension (batch_group_count 1)")
+        result = self.emit("convolution", statics, attrs)
+        out = [None] * result.shape.rank
+        out[attrs["output_batch_dimension"]] = sizes[batch]
+        return self._make_dynamic(result, tuple(out))
 
     def _dynamic_dot_general(self, operands: Sequence[XlaOp], statics: list[Any],
                              attrs: dict[str, Any]) -> XlaOp:
@@ -298,6 +326,23 @@ class DynamicMethods(Recorder):
         return self._make_dynamic(result, tuple(out))
 
     # -- the bookkeeping -------------------------------------------------------------------------
+
+    def _common_sizes(self, op: str, inputs: Sequence[XlaOp]) -> list[XlaOp | None]:
+        """The sizes of same-shaped operands (a variadic op's), which must agree."""
+        sizes: list[XlaOp | None] = [None] * inputs[0].shape.rank
+        for x in inputs:
+            for d, size in enumerate(self._sizes(x)):
+                if d < len(sizes):
+                    sizes[d] = _agree(op, list(inputs), d, sizes[d], size)
+        return sizes
+
+    def _dynamic_results(self, op: XlaOp, sizes: Sizes) -> XlaOp:
+        """A multi-result op whose results all have `sizes`: their shapes are made dynamic in
+        place, as `results()` makes them XlaOps from the op's tuple shape."""
+        if any(s is not None for s in sizes):
+            op.shape = Shape.tuple([_dynamic_shape(s, sizes) for s in op.shape.tuple_shapes])
+            self._dynamic_table()[op.uid] = [tuple(sizes)] * len(op.shape.tuple_shapes)
+        return op
 
     def _dynamic_table(self) -> dict[int, Any]:
         """uid -> Sizes of a dynamic op; for a multi-result op, one Sizes per result."""

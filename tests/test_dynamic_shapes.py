@@ -279,8 +279,16 @@ def test_build_errors(make, match: str) -> None:
     (lambda b, d: b.slice(d, [1, 0], [10, 3]), "slicing dynamic dimension 0"),
     (lambda b, d: b.concat_in_dim([d, d], 0), "concatenating along dynamic dimension 0"),
     (lambda b, d: b.bitcast_convert_type(d, xm.U8), "bitcast_convert"),
-    (lambda b, d: b.sort(d, dimension=0), "sort"),
-    (lambda b, d: b.pad(d, b.constant(np.float32(0)), [(0, 1, 0), (0, 0, 0)]), "pad"),
+    (lambda b, d: b.sort(d, dimension=0), "sorting along dynamic dimension 0"),
+    (lambda b, d: b.pad(d, b.constant(np.float32(0)), [(0, 1, 0), (0, 0, 0)]),
+     "padding dynamic dimension 0"),
+    (lambda b, d: b.conv(b.transpose(b.reshape(d, [10, 3, 1]), [2, 1, 0]),
+                         b.constant(np.ones((1, 3, 1), np.float32)), [1], "VALID"),
+     "only as the input's batch dimension"),
+    (lambda b, d: b.reduce_window(d, np.float32(0), lambda s, t: b.add(s, t), [1, 1]),
+     "reduce_window does not accept a dynamic dimension yet"),
+    (lambda b, d: b.while_(lambda t: b.lt(b.constant(1), b.constant(0)), lambda t: t, d),
+     "a parameter with a dynamic dimension is not supported"),
     (lambda b, d: b.broadcast_in_dim(b.set_dimension_size(b.constant(np.float32([1])), b.constant(
         np.int32(1)), 0), [4], [0]), "cannot be expanded"),
 ])  # fmt: skip
@@ -459,3 +467,28 @@ def test_the_reference_interpreter_agrees(size: int) -> None:
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5)
     np.testing.assert_allclose(got[0][:, 0], np.exp(x[:size]).reshape(-1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("size", [0, 1, 3])
+def test_sort_pad_convolution_along_static_dimensions(size: int) -> None:
+    x = data((3, 5), np.float32, 4)
+    kernel = data((2, 1, 3), np.float32, 5)  # O, I, W
+
+    def build(b, p, n):
+        d = b.set_dimension_size(p, n, 0)  # f32[<=3,5]
+        both = b.sort([d, b.iota(Shape.array(xm.S32, (3, 5)), 1)], dimension=1)
+        values, index = b.get_tuple_element(both, 0), b.get_tuple_element(both, 1)
+        padded = b.pad(values, b.constant(np.float32(-1)), [(0, 0, 0), (1, 2, 1)])
+        conv = b.conv(b.reshape(d, [3, 1, 5]), b.constant(kernel), [1], "VALID")  # N, C, W
+        assert [str(v.shape) for v in (values, padded, conv)] == [
+            "f32[<=3,5]", "f32[<=3,12]", "f32[<=3,2,3]"]
+        return [index, padded, conv]
+
+    exe = compile_dynamic(build, Shape.array(xm.F32, (3, 5)), S32)
+    index, padded, conv = exe(x, np.int32(size))
+    np.testing.assert_array_equal(index, np.argsort(x[:size], 1, kind="stable"))
+    want = np.full((size, 12), -1, np.float32)
+    want[:, 1:10:2] = np.sort(x[:size], 1)
+    np.testing.assert_array_equal(padded, want)
+    windows = np.stack([x[:size, i:i + 3] for i in range(3)], -1)  # N, W, Kw
+    np.testing.assert_allclose(conv, np.einsum("nkw,ok->now", windows, kernel[:, 0]), rtol=1e-5)
