@@ -492,3 +492,36 @@ def test_sort_pad_convolution_along_static_dimensions(size: int) -> None:
     np.testing.assert_array_equal(padded, want)
     windows = np.stack([x[:size, i:i + 3] for i in range(3)], -1)  # N, W, Kw
     np.testing.assert_allclose(conv, np.einsum("nkw,ok->now", windows, kernel[:, 0]), rtol=1e-5)
+
+
+def test_stablehlo_dynamic_reshape_to_a_bounded_type() -> None:
+    pytest.importorskip("jax")
+    bounded = "tensor<?x2xf32, #stablehlo.bounds<12, ?>>"
+    text = f"""
+    func.func @main(%x: tensor<6x4xf32>, %n: tensor<i32>) -> {bounded} {{
+      %two = stablehlo.constant dense<2> : tensor<1xi32>
+      %n1 = stablehlo.reshape %n : (tensor<i32>) -> tensor<1xi32>
+      %shape = stablehlo.concatenate %n1, %two, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+      %r = stablehlo.dynamic_reshape %x, %shape : (tensor<6x4xf32>, tensor<2xi32>) -> {bounded}
+      return %r : {bounded}
+    }}
+    """
+    comp = xm.import_stablehlo(text)
+    assert str(comp.program_shape()[1]) == "f32[<=12,2]"
+    x = data((6, 4), np.float32)
+    np.testing.assert_array_equal(xm.compile(comp)(x, np.int32(12)), x.reshape(12, 2))
+    with pytest.raises(xm.CompileError, match="needs a bound"):
+        xm.import_stablehlo(text.replace("bounds<12, ?>", "bounds<?, ?>"))
+
+
+def test_stablehlo_set_dimension_size_to_a_static_type_removes_the_dimension() -> None:
+    """A static result type is XLA's RemoveDynamicDimension: the padded data as is."""
+    pytest.importorskip("jax")
+    text = """func.func @main(%x: tensor<4xf32>, %n: tensor<i32>) -> tensor<4xf32> {
+      %0 = stablehlo.set_dimension_size %x, %n, dim = 0 : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
+      return %0 : tensor<4xf32>
+    }"""
+    comp = xm.import_stablehlo(text)
+    assert str(comp.program_shape()[1]) == "f32[4]"
+    x = np.float32([1, 2, 3, 4])
+    np.testing.assert_array_equal(xm.compile(comp)(x, np.int32(2)), x)

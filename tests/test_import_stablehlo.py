@@ -223,22 +223,22 @@ def test_malformed_text_names_the_line():
 
 def test_op_without_counterpart_names_op_and_location():
     text = """func.func @main(%x: tensor<4xf32>, %n: tensor<i32>) -> tensor<4xf32> {
-      %0 = stablehlo.set_dimension_size %x, %n, dim = 0 : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
+      %0 = "stablehlo.unary_einsum"(%x) {einsum_config = "i->i"} : (tensor<4xf32>) -> tensor<4xf32>
       return %0 : tensor<4xf32>
     }"""
-    with pytest.raises(xm.CompileError, match=r"stablehlo\.set_dimension_size at m\.mlir:2:\d+: no xlamlir"):
+    with pytest.raises(xm.CompileError, match=r"stablehlo\.unary_einsum at m\.mlir:2:\d+: no xlamlir"):
         xm.import_stablehlo(text, filename="m.mlir")
     nested = """func.func @main(%p: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
       %0 = "stablehlo.if"(%p) ({
         "stablehlo.return"(%x) : (tensor<4xf32>) -> ()
       }, {
         %n = stablehlo.constant dense<2> : tensor<i32>
-        %y = stablehlo.set_dimension_size %x, %n, dim = 0 : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
+        %y = "stablehlo.unary_einsum"(%x) {einsum_config = "i->i"} : (tensor<4xf32>) -> tensor<4xf32>
         "stablehlo.return"(%y) : (tensor<4xf32>) -> ()
       }) : (tensor<i1>) -> tensor<4xf32>
       return %0 : tensor<4xf32>
     }"""
-    with pytest.raises(xm.CompileError, match=r"set_dimension_size at <input>:6:\d+"):
+    with pytest.raises(xm.CompileError, match=r"unary_einsum at <input>:6:\d+"):
         imported(nested)  # the op inside the region is named, not the if
 
 
