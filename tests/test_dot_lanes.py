@@ -8,11 +8,10 @@ reference, including depths the split does not apply to.
 
 from __future__ import annotations
 
-import re
-
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import check_ir
 
 import xlamlir as xm
 
@@ -25,16 +24,24 @@ def _matvec(lhs_dims: tuple[int, ...], k: int, dtype: np.dtype) -> xm.XlaComputa
     return b.build()
 
 
-def test_matvec_sums_in_lanes_and_vectorizes() -> None:
+def test_matvec_sums_in_lanes_on_register_tiles() -> None:
     exe = xm.compile(_matvec((40,), 256, np.float32))
     linalg = exe.stages["linalg"]
     assert "tensor<40x16x16xf32>" in linalg and "tensor<16x16xf32>" in linalg
     assert '["parallel", "reduction", "parallel"]' in linalg
     assert "linalg.matvec" not in linalg
-    # The chunk loop carries a 16-lane accumulator: vector mul and add, no scalar loop over k.
-    vectorized = exe.stages["vectorized"]
-    assert re.search(r"arith\.mulf .* : vector<16xf32>", vectorized)
-    assert "-> (vector<16xf32>)" in vectorized
+    # The "tiled" stage (lowering/passes/lane_schedules.py): 8 rows of partials per step,
+    # their 8 x 16 accumulators carried in registers across the chunk loop (mulf, then
+    # addf: no fma); the fold of the lanes (one generic) is left as it is.
+    check_ir(exe.stages["tiled"], """
+        CHECK: scf.for {{.*}} step %c8
+        CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<8x16xf32>)
+        CHECK: arith.mulf {{.*}} : vector<8x1x16xf32>
+        CHECK: arith.addf {{.*}} : vector<128xf32>
+        CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+    """)
+    assert exe.stages["tiled"].count("linalg.generic") == 1
+    assert "vector.fma" not in exe.stages["tiled"]
 
 
 @pytest.mark.parametrize("k", [64, 70, 48])

@@ -78,6 +78,7 @@ from mlir.dialects import arith, bufferization, linalg, tensor
 from mlir.dialects.transform import interpreter
 
 from ...dialect.errors import ArgumentError
+from .lane_schedules import schedule_lanes
 
 TAG = "xlamlir.schedule"  # marks the ops a script handles, by index
 ANY = "!transform.any_op"
@@ -839,12 +840,18 @@ def scheduler(params: Params) -> Callable[[Any, Any], None]:
 def _schedule(op: Any, p: Params) -> None:
     found = _candidates(op, p)
     _last_script[0] = ""
-    if not found:
-        return
-    parts: list[str] = []
+    if found:
+        parts: list[str] = []
+        _or_restore(op, lambda: _apply(op, found, p, parts))
+    # The matrix-vector products summed in lanes: their own script (lane_schedules.py).
+    _or_restore(op, lambda: schedule_lanes(op))
+
+
+def _or_restore(op: Any, schedule: Callable[[], None]) -> None:
+    """Run `schedule` on `op`; if it fails, put `op` back as it was (unless STRICT)."""
     backup = op.clone()
     try:
-        _apply(op, found, p, parts)
+        schedule()
     except Exception as e:  # noqa: BLE001 - MLIRError / ValueError from the interpreter
         if STRICT:
             raise
