@@ -103,6 +103,12 @@ class DynamicMethods(Recorder):
                                  f"but dimension {i} is {'<=' if dynamic else ''}{bound}")
         input_sizes = [s if s is not None else self.constant(np.int32(d))
                        for s, d in zip(self._sizes(operand), operand.shape.dimensions)]
+        lookup(name).infer(operand.shape.with_dynamic_dimensions(None), tuple(s.shape for s in input_sizes),
+                           tuple(s.shape for s in sizes), new_size_bounds=bounds)
+        # A static dimension is its bound; a dynamic one's size is kept in [0, bound], as
+        # set_dimension_size keeps it, so masks, slices and get_dimension_size agree.
+        sizes = [(s if _constant_value(s) is not None else self.clamp(0, s, b)) if f
+                 else self.constant(np.int32(b)) for s, b, f in zip(sizes, bounds, flags)]
         out = self.emit(name, [self._static(operand), input_sizes, sizes],
                         {"new_size_bounds": bounds})
         return self._make_dynamic(out, tuple(s if f else None for s, f in zip(sizes, flags)))

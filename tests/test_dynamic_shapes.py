@@ -525,3 +525,18 @@ def test_stablehlo_set_dimension_size_to_a_static_type_removes_the_dimension() -
     assert str(comp.program_shape()[1]) == "f32[4]"
     x = np.float32([1, 2, 3, 4])
     np.testing.assert_array_equal(xm.compile(comp)(x, np.int32(2)), x)
+
+
+def test_dynamic_reshape_clamps_sizes_and_uses_static_bounds() -> None:
+    """A dynamic size beyond its bound acts as the bound (get_dimension_size says so too); a
+    static dimension is its bound whatever size is given at run time."""
+    x = np.arange(12, dtype=np.int32)
+
+    def build(b, p, n):
+        r = b.dynamic_reshape(p, [n, b.add(n, b.constant(np.int32(-1)))], [4, 3], [True, False])
+        return [r, b.get_dimension_size(r, 0)]
+
+    exe = compile_dynamic(build, Shape.array(xm.S32, (12,)), S32)
+    r, size = exe(x, np.int32(9))
+    np.testing.assert_array_equal(r, x.reshape(4, 3))
+    assert size == 4
