@@ -135,6 +135,24 @@ def test_zero_size_dimensions(shapes):
     check(data(lhs_shape, np.float32, 1), data(rhs_shape, np.float32, 2), gs, MK_GKN)
 
 
+def test_jax_layout_is_a_batch_matmul():
+    """lhs [m, k], rhs [g, k, n]: the masked lhs [g, m, k] times rhs as linalg.batch_matmul,
+    which the matmul schedule packs and tiles (a generic over (m, n, g, k) it leaves alone);
+    other layouts are one generic."""
+    b = xm.XlaBuilder("t")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (256, 128)))
+    w = b.parameter(1, xm.Shape.array(xm.F32, (4, 128, 128)))
+    g = b.parameter(2, xm.Shape.array(xm.S32, (4,)))
+    stages = xm.compile(b.build(b.ragged_dot(x, w, g, MK_GKN))).stages
+    assert "linalg.batch_matmul" in stages["fused"] and "linalg.batch_matmul" not in stages["tiled"]
+    b = xm.XlaBuilder("t")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (64, 32)))
+    w = b.parameter(1, xm.Shape.array(xm.F32, (32, 4, 16)))
+    g = b.parameter(2, xm.Shape.array(xm.S32, (4,)))
+    stages = xm.compile(b.build(b.ragged_dot(x, w, g, RD(DN((1,), (0,)), (0,), (1,))))).stages
+    assert "batch_matmul" not in stages["linalg"]
+
+
 def test_another_groups_infinity_reaches_masked_rows_as_nan():
     """XLA multiplies the zero-masked lhs by every group's rhs (ragged_dot_rewriter.cc),
     so 0 * inf = NaN in rows of other groups; the oracle does the same."""

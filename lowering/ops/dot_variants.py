@@ -14,7 +14,9 @@ generic:
 
 - ragged non-contracting dimension: a reduction loop over g, the lhs element
   masked to zero outside group g before it multiplies rhs[g] (so, as in XLA,
-  an inf/NaN in another group's rhs still makes NaN);
+  an inf/NaN in another group's rhs still makes NaN); jax.lax.ragged_dot's
+  layout (lhs [m, k], rhs [g, k, n]) is XLA's dense form as a linalg.batch_matmul
+  of the masked lhs [g, m, k], so that it gets the matmul schedule;
 - ragged contracting dimension: g is the result's leading parallel loop, lhs
   and rhs both masked (a masked product is exactly zero);
 - ragged batch dimension: group_sizes is not read; a plain contraction.
@@ -96,6 +98,39 @@ def _in_group(index: ir.Value, start: ir.Value, end: ir.Value, t: PrimitiveType)
     return arith.andi(arith.cmpi(le, start, i), arith.cmpi(lt, i, end))
 
 
+def _is_moe_layout(d: DotDimensionNumbers, lhs: Shape, rhs: Shape, gs: Shape, ragged: int,
+                   rhs_group: int | None, acc: PrimitiveType) -> bool:
+    """jax.lax.ragged_dot's layout: lhs [m, k] ragged in m, rhs [g, k, n], group_sizes [g]."""
+    return (lhs.rank == 2 and rhs.rank == 3 and gs.rank == 1 and ragged == 0 and rhs_group == 0
+            and d == DotDimensionNumbers((1,), (1,)) and acc != P.PRED)
+
+
+def _moe_matmul(lhs: ir.Value, rhs: ir.Value, starts: ir.Value, ends: ir.Value, lhs_shape: Shape,
+                rhs_shape: Shape, gt: PrimitiveType, acc: PrimitiveType, out: Shape) -> ir.Value:
+    """XLA's dense form: lhs masked per group into [g, m, k] (row i kept in group j's copy
+    when it is in group j), a linalg.batch_matmul with rhs [g, k, n], the g products summed
+    in order (an index in one group adds zeros to its own product). Named ops get the
+    matmul schedule; the one generic over (m, n, g, k) does not."""
+    (m, k), (g, _, n) = lhs_shape.dimensions, rhs_shape.dimensions
+    wide = Shape.array(acc, (g, m, k))
+    maps = [_map(3, [1, 2]), _map(3, [0]), _map(3, [0])]
+
+    def body(a: ir.Value, start: ir.Value, end: ir.Value) -> ir.Value:
+        return arith.select(_in_group(linalg.IndexOp(1).result, start, end, gt), a, _zero(acc))
+
+    masked = generic([lhs, starts, ends], [lhs_shape.with_element_type(acc), *[Shape.array(gt, (g,))] * 2],
+                     wide, _tensor_type(wide, acc), body, input_maps=maps)
+    per_group = Shape.array(acc, (g, m, n))
+    products = linalg.batch_matmul(masked, rhs, outs=[_zero_filled(per_group, acc)])
+    products = products.result if isinstance(products, (ir.Operation, ir.OpView)) else products
+    op = linalg.GenericOp_([products], [_zero_filled(out.with_element_type(acc), acc)],
+                           [_map(3, [0, 1, 2]), _map(3, [1, 2])], ["reduction", "parallel", "parallel"])
+    block = op.regions[0].blocks[0]
+    with ir.InsertionPoint(block):
+        linalg.YieldOp([arithmetic.add(Elem(acc), block.arguments[1], block.arguments[0])])
+    return op.results[0]
+
+
 @lowers("ragged_dot")
 def lower_ragged_dot(v: OpView) -> ir.Value:
     d = DotDimensionNumbers(*(v.attrs[name] for name in DOT_FIELDS))
@@ -119,7 +154,11 @@ def lower_ragged_dot(v: OpView) -> ir.Value:
         prefix = ragged_prefix_dimensions(lhs_shape.rank, ragged, d) if gs_shape.rank > 1 else []
         gs_map = _map(n_loops, [lhs_loop[i] for i in prefix] + [group_loop])
         gs = v.args["group_sizes"]
-        inputs += [_running_sums(gs, gs_shape, False), _running_sums(gs, gs_shape, True)]
+        bounds = [_running_sums(gs, gs_shape, False), _running_sums(gs, gs_shape, True)]
+        if _is_moe_layout(d, lhs_shape, rhs_shape, gs_shape, ragged, rhs_group, acc):
+            result = _moe_matmul(lhs, rhs, *bounds, lhs_shape, rhs_shape, gt, acc, out)
+            return _convert(result, out.with_element_type(acc), acc, out.element_type)
+        inputs += bounds
         maps += [gs_map, gs_map]
     maps.append(_map(n_loops, list(range(n_par))))
     op = linalg.GenericOp_(inputs, [init], maps, ["parallel"] * n_par + ["reduction"] * (n_loops - n_par))
