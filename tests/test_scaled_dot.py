@@ -108,3 +108,19 @@ def test_shape_rules(args, message):
     with pytest.raises(xm.ShapeError, match=message) as e:
         build_error(*args)
     assert "scaled_dot" in str(e.value)
+
+
+def test_standard_layouts_are_named_contractions():
+    """[m, k] x [k, n] is a linalg.matmul (and batched, a batch_matmul) of the scaled
+    operands: the matmul schedule takes those; other layouts are one generic."""
+    def stages(*shapes_and_dnums):
+        *shapes, dnums = shapes_and_dnums
+        b = xm.XlaBuilder("t")
+        ops = [b.parameter(i, xm.Shape.array(xm.F32, s)) for i, s in enumerate(shapes)]
+        return xm.compile(b.build(b.scaled_dot(*ops, dnums))).stages["linalg"]
+
+    assert "linalg.matmul" in stages((4, 8), (4, 2), (8, 3), (2, 3), MATMUL)
+    batched = DN((2,), (1,), (0,), (0,))
+    assert "linalg.batch_matmul" in stages((2, 4, 8), (2, 4, 2), (2, 8, 3), (2, 2, 3), batched)
+    text = stages((8, 4), (2, 4), (8, 3), (2, 3), DN((0,), (0,)))
+    assert "matmul" not in text and "linalg.generic" in text

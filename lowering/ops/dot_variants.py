@@ -22,7 +22,8 @@ generic:
 - ragged batch dimension: group_sizes is not read; a plain contraction.
 
 scaled_dot multiplies each operand by its scale (element [i // block]) in the
-result type, then contracts like dot_general.
+result type, then contracts like dot_general (linalg.matmul / batch_matmul in
+their standard layouts, which the matmul schedule takes).
 """
 
 from __future__ import annotations
@@ -200,12 +201,21 @@ def lower_scaled_dot(v: OpView) -> ir.Value:
     lhs_shape, rhs_shape = v.shapes["lhs"].with_element_type(t), v.shapes["rhs"].with_element_type(t)
     acc = accumulation_type(t, t, t)
     lhs, rhs = _convert(lhs, lhs_shape, t, acc), _convert(rhs, rhs_shape, t, acc)
+    init = _zero_filled(out, acc)
+    # The standard layouts as named ops: the matmul schedule packs and tiles those.
+    layout = (lhs_shape.rank, rhs_shape.rank, d.lhs_contracting_dimensions, d.rhs_contracting_dimensions,
+              d.lhs_batch_dimensions, d.rhs_batch_dimensions)
+    named = {(2, 2, (1,), (0,), (), ()): linalg.matmul,
+             (3, 3, (2,), (1,), (0,), (0,)): linalg.batch_matmul}.get(layout)
+    if named is not None:
+        result = named(lhs, rhs, outs=[init])
+        result = result.result if isinstance(result, (ir.Operation, ir.OpView)) else result
+        return _convert(result, out.with_element_type(acc), acc, t)
     lhs_loop, rhs_loop, n_par, n_loops = _loop_maps(d, lhs_shape, rhs_shape, 0, 0, None)
     maps = [_map(n_loops, [lhs_loop[i] for i in range(lhs_shape.rank)]),
             _map(n_loops, [rhs_loop[i] for i in range(rhs_shape.rank)]),
             _map(n_loops, list(range(n_par)))]
-    op = linalg.GenericOp_([lhs, rhs], [_zero_filled(out, acc)], maps,
-                           ["parallel"] * n_par + ["reduction"] * (n_loops - n_par))
+    op = linalg.GenericOp_([lhs, rhs], [init], maps, ["parallel"] * n_par + ["reduction"] * (n_loops - n_par))
     block = op.regions[0].blocks[0]
     with ir.InsertionPoint(block):
         linalg.YieldOp([multiply_add(acc)(*block.arguments)])
