@@ -7,6 +7,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import check_ir, stage_text
 from reference import evaluate
 
 import xlamlir as xm
@@ -540,3 +541,35 @@ def test_dynamic_reshape_clamps_sizes_and_uses_static_bounds() -> None:
     r, size = exe(x, np.int32(9))
     np.testing.assert_array_equal(r, x.reshape(4, 3))
     assert size == 4
+
+
+# -- the IR ---------------------------------------------------------------------------------------
+
+
+def test_ir_of_masking_and_dynamic_reshape() -> None:
+    b = xm.XlaBuilder("ir")
+    p, n = b.parameter(0, Shape.array(xm.F32, (6, 4))), b.parameter(1, S32)
+    d = b.set_dimension_size(p, n, 0)
+    total = b.reduce(d, np.float32(0), lambda s, t: b.add(s, t), [0])
+    r = b.dynamic_reshape(d, [b.constant(np.int32(3)), b.constant(np.int32(8))], [3, 8], [True, False])
+    comp = b.build([total, r])
+    check_ir(comp.as_mlir_text(), """
+        CHECK: func.func @main({{.*}}) -> tuple<tuple<tensor<4xf32>, tensor<3x8xf32>>, tensor<i32>>
+        CHECK-SAME: attributes {xhlo.dynamic_result = "(f32[4], f32[<=3,8])"}
+        CHECK-DAG: %[[PADDED:.*]] = "xhlo.set_dimension_size"(%arg0, %arg1) {dimension = 0 : i64}
+        CHECK-DAG: %[[SIZE:.*]] = "xhlo.clamp"(%{{.*}}, %arg1, %{{.*}})
+        CHECK-DAG: %[[BOUND:.*]] = "xhlo.broadcast_in_dim"(%[[SIZE]])
+        CHECK-DAG: %[[MASK:.*]] = "xhlo.compare"(%{{.*}}, %[[BOUND]]) {{{.*}}comparison_direction = "LT"}
+        CHECK: %[[MASKED:.*]] = "xhlo.select"(%[[MASK]], %[[PADDED]],
+        CHECK: "xhlo.reduce"(%[[MASKED]],
+        CHECK: "xhlo.dynamic_reshape"(%[[PADDED]], %[[SIZE]],
+        CHECK-SAME: new_size_bounds = array<i64: 3, 8>
+    """)
+    check_ir(stage_text(comp, "linalg"), """
+        CHECK-NOT: "xhlo.
+        CHECK: linalg.generic
+        CHECK: linalg.index 0
+        CHECK: arith.cmpi ult
+        CHECK: tensor.extract %{{.*}} : tensor<6x4xf32>
+        CHECK: arith.select
+    """)
