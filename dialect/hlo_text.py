@@ -412,12 +412,16 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
     if kind == "select_and_scatter":
         return opcode, [_window(a["window_dimensions"], a["window_strides"], a["padding"]),
                         f"select={comp(a['select'])}", f"scatter={comp(a['scatter'])}"], operands
-    if kind == "dot_general":
+    if kind in ("dot_general", "ragged_dot", "scaled_dot"):
         extra = []
         for side in ("lhs", "rhs"):
             if a[f"{side}_batch_dimensions"]:
                 extra.append(f"{side}_batch_dims={_ints(a[f'{side}_batch_dimensions'])}")
             extra.append(f"{side}_contracting_dims={_ints(a[f'{side}_contracting_dimensions'])}")
+        if kind == "ragged_dot":  # XLA's RaggedDotDimensionNumbersToString
+            extra.append(f"lhs_ragged_dims={_ints(a['lhs_ragged_dimensions'])}")
+            if a["rhs_group_dimensions"]:
+                extra.append(f"rhs_group_dims={_ints(a['rhs_group_dimensions'])}")
         return opcode, extra + [_precision(a["precision_config"])], operands
     if kind == "convolution":
         sizes = [printer.values[operands[1]][1].dimensions[d] for d in a["kernel_spatial_dimensions"]]
