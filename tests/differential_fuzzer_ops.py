@@ -1,7 +1,7 @@
 """The differential fuzzer's structured op families, a mixin of differential_fuzzer.Generator.
 
 Indexing (gather, scatter incl. variadic and out-of-bounds windows), sort (multi-operand,
-stable and unstable), control flow (while, conditional, call, map), windows
+stable and unstable), control flow (while, conditional, call, composite_call, map, scan), windows
 (reduce_window, select_and_scatter, convolution with groups, padding and dilations),
 variadic reduce and reduce_window, fft, cholesky / triangular_solve, batch norm
 (training, inference, grad), bitcasts, reduce_precision, top_k, rng_bit_generator,
@@ -51,6 +51,10 @@ def _combine(kind: str):
         return {"add": sb.add, "mul": sb.mul, "max": sb.max, "min": sb.min, "and": sb.and_,
                 "or": sb.or_, "replace": lambda u, w: w}[kind](a, c)
     return fn
+
+
+def b_xor(p: xm.XlaOp, q: xm.XlaOp) -> xm.XlaOp:
+    return p.builder.xor(p, q)
 
 
 def _window_out(size: int, window: int, stride: int, lo: int, hi: int, base_dil: int = 1,
@@ -446,6 +450,49 @@ class StructuredOps:
 
         op = self.b.call(fn, [x.op, y.op])
         return self.add(op, x.bound + max(x.bound, y.bound), x.exact and y.exact, "call(max + p)")
+
+    def g_composite_call(self) -> Any:
+        x = self.pick()
+        y = x if self.src.chance(0.3) else self.partner(x)
+        b = self.b
+        if x.dtype == BOOL:
+            op = b.composite_call(lambda p, q: p.builder.or_(p, q), [x.op, y.op], "fuzz.or")
+            return self.add(op, 1, True, "composite_call fuzz.or")
+        op = b.composite_call(lambda p, q: p.builder.max(p, q) + p, [x.op, y.op], "fuzz.max_plus",
+                              "{k = 1 : i32}", self.src.integer(0, 3))
+        return self.add(op, x.bound + max(x.bound, y.bound), x.exact and y.exact,
+                        "composite_call fuzz.max_plus")
+
+    def g_scan(self) -> Any:
+        """A running sum (xor for pred) along one dimension, forward or reversed, as the output
+        and the carry; the carry is also returned."""
+        x = self.pick(lambda v: v.op.shape.rank >= 1)
+        if x is None:
+            return None
+        b = self.b
+        dims = x.dims
+        dim = self.src.integer(0, len(dims) - 1)
+        element = dims[:dim] + dims[dim + 1:]
+        init = self.pick(lambda v: v.dims == element and v.dtype == x.dtype)
+        if init is None or self.src.chance(0.3):
+            init = self.new_input(x.dtype, element)
+        reverse = self.src.chance(0.5)
+        associative = self.src.choice([None, True, False])
+        if x.dtype == BOOL:
+            result = b.scan(x.op, init.op, lambda e, c: (b_xor(e, c),) * 2, dim, reverse,
+                            associative)
+            bound, exact, what = 1, True, "xor"
+        else:
+            result = b.scan(x.op, init.op, lambda e, c: (c + e,) * 2, dim, reverse, associative)
+            bound = init.bound + dims[dim] * x.bound
+            if x.dtype.kind in "iu" and bound >= min(np.iinfo(x.dtype).max, 2**31):
+                bound = INF
+            exact, what = x.exact and init.exact, "sum"
+        direction = " reversed" if reverse else ""
+        self.wanted.append(self.add(b.get_tuple_element(result, 1), bound, exact,
+                                    f"scan {what} carry"))
+        return self.add(b.get_tuple_element(result, 0), bound, exact,
+                        f"scan {what} along {dim}{direction} (is_associative={associative})")
 
     def g_map(self) -> Any:
         x = self.pick()
