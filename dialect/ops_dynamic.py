@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .element_types import PrimitiveType
-from .errors import ShapeError
+from .errors import CompileError, ShapeError
 from .registry import I64_ARRAY, INT, OpDef, Operand, define
 from .shape import Shape
 
@@ -80,10 +80,29 @@ define(OpDef("dynamic_reshape", (Operand("operand"), Operand("input_sizes", vari
                  "`output_sizes`, padded with zeros to `new_size_bounds` (spec#dynamic_reshape)."))
 
 
-def dynamic_result_of(module_text: str) -> Shape | None:
-    """The bounded shape an entry function's attribute names, None for a static entry."""
+def dynamic_result_of(module_text: str, result: Shape) -> Shape | None:
+    """The bounded shape an entry function's attribute names, None for a static entry;
+    CompileError unless the entry's `result` is (that shape made static, one s32 per
+    dynamic dimension), as the builder emits it."""
     m = _DYNAMIC_RESULT.search(module_text)
-    return None if m is None else Shape.parse(m.group(1))
+    if m is None:
+        return None
+    try:
+        shape = Shape.parse(m.group(1))
+    except ShapeError as e:
+        raise CompileError(f"{DYNAMIC_RESULT_ATTR}: {e}", "hlo") from None
+    count = sum(flag for leaf in shape.flatten() if leaf.is_array() for flag in leaf.dynamic_dimensions)
+    expected = Shape.tuple([_static(shape), *[Shape.scalar(PrimitiveType.S32)] * count])
+    if result.with_default_layout() != expected:
+        raise CompileError(f"{DYNAMIC_RESULT_ATTR} = {shape} needs the entry to return {expected}, "
+                           f"not {result}", "hlo")
+    return shape
+
+
+def _static(shape: Shape) -> Shape:
+    if shape.is_tuple():
+        return Shape.tuple([_static(s) for s in shape.tuple_shapes])
+    return shape.with_dynamic_dimensions(None) if shape.is_array() else shape
 
 
 def slice_to_sizes(shape: Shape, outputs: Sequence[np.ndarray]) -> Any:

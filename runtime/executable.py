@@ -50,7 +50,7 @@ class Executable:
         self.stages = stages
         # An entry returning a dynamic array returns (padded, sizes...): the caller gets the
         # padded array sliced to the sizes (dialect/ops_dynamic.py).
-        self.dynamic_result = dynamic_result_of(stages.get("hlo", ""))
+        self.dynamic_result = dynamic_result_of(stages.get("hlo", ""), result_shape)
         self.num_replicas = num_replicas
         self._params = [[LeafSpec.of(leaf) for leaf in _leaves(s)] for s in parameter_shapes]
         self._results = [LeafSpec.of(leaf) for leaf in result_leaves]

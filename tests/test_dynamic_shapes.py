@@ -573,3 +573,13 @@ def test_ir_of_masking_and_dynamic_reshape() -> None:
         CHECK: tensor.extract %{{.*}} : tensor<6x4xf32>
         CHECK: arith.select
     """)
+
+
+@pytest.mark.parametrize("attribute", ['"f32[<=9]"', '"f32[<=10,<=3]"', '"f32[<10]"'])
+def test_a_dynamic_result_attribute_must_match_the_entry(attribute: str) -> None:
+    b = xm.XlaBuilder("attr")
+    p, n = b.parameter(0, Shape.array(xm.F32, (BOUND,))), b.parameter(1, S32)
+    text = b.build(b.set_dimension_size(p, n, 0)).as_mlir_text()
+    assert '"f32[<=10]"' in text
+    with pytest.raises(xm.CompileError, match="xhlo.dynamic_result"):
+        xm.compile_mlir(text.replace('"f32[<=10]"', attribute))
