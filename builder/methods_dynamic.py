@@ -177,10 +177,13 @@ class DynamicMethods(Recorder):
         element = operand.shape.tuple_shapes[attrs["index"]]
         if not element.is_dynamic():
             return result
-        entry = self._entry(operand)
-        if entry is None or not element.is_array():
-            raise _not_yet("get_tuple_element", operands)  # a nested tuple
-        return self._make_dynamic(result, entry[attrs["index"]])
+        entry = self._entry(operand)[attrs["index"]]
+        if element.is_array():
+            return self._make_dynamic(result, entry)
+        view = DynamicView(self, element, result)  # a nested tuple
+        self._dynamic_table()[view.uid] = entry
+        self.ops.append(view)
+        return view
 
     def _dynamic_concatenate(self, operands: Sequence[Any], statics: list[Any],
                              attrs: dict[str, Any]) -> XlaOp:
