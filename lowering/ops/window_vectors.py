@@ -8,9 +8,9 @@ ran one element at a time. When the minor dimension is outside the window
 computation is one add / multiply / maximum / minimum of the accumulator and the
 element, this lowering writes the loops itself:
 
-- one scf.forall iteration per index of the first output dimension (split across
-  the cores), scf.for loops over the other output positions, and over the minor
-  dimension in vectors of LANES elements (the last one masked);
+- one scf.forall iteration per index of the first output dimension larger than 1
+  (split across the cores), scf.for loops over the other output positions, and over
+  the minor dimension in vectors of LANES elements (the last one masked);
 - per vector of outputs the window's cells in lexicographic order, each one
   `vector.transfer_read` of LANES contiguous operand elements combined into the
   accumulator vector, which starts as the init value. A padding cell (known only
@@ -44,6 +44,7 @@ MAX_UNROLLED_CELLS = 64  # windows up to this many cells are unrolled (pooling: 
 _TYPES = frozenset({P.F32, P.F64, P.S8, P.S16, P.S32, P.S64, P.U8, P.U16, P.U32, P.U64})
 _COMBINERS = ("add", "multiply", "maximum", "minimum")
 DYNAMIC = -(2 ** 63)
+_QUIET_BIT = {P.F32: 1 << 22, P.F64: 1 << 51}  # the mantissa's top bit
 
 
 def _combiner(symbol: str) -> tuple[str, bool] | None:
@@ -92,15 +93,22 @@ def _combine(name: str, t: PrimitiveType, x: ir.Value, y: ir.Value) -> ir.Value:
         if name == "maximum":
             return arith.maxsi(x, y) if signed else arith.maxui(x, y)
         return arith.minsi(x, y) if signed else arith.minui(x, y)
-    # NaN propagates (x + y picks a NaN operand); equal values: and/or of the bits picks
-    # +0 for max, -0 for min; LLVM's vector maximum gave -0.0 for max(+0.0, -0.0).
+    # Equal values: and/or of the bits picks +0 for max, -0 for min (LLVM's vector maximum
+    # gave -0.0 for max(+0.0, -0.0)). A NaN propagates: the first NaN operand, quieted. The
+    # scalar emitter spells that x + y, whose NaN operand LLVM may swap (commuting the
+    # add): in this vector form it did, so the NaN is chosen by a select and quieted by
+    # setting its quiet bit, the same bits on every target.
     wins, join = (F.OGT, arith.andi) if name == "maximum" else (F.OLT, arith.ori)
     shape = ir.VectorType(x.type).shape
     bits = ir.VectorType.get(shape, ir.IntegerType.get_signless(t.bit_width))
     equal_case = arith.bitcast(x.type, join(arith.bitcast(bits, x), arith.bitcast(bits, y)))
     ordered = arith.select(arith.cmpf(wins, x, y), x,
                            arith.select(arith.cmpf(F.OEQ, x, y), equal_case, y))
-    return arith.select(arith.cmpf(F.UNO, x, y), arith.addf(x, y), ordered)
+    first_nan = arith.select(arith.cmpf(F.UNO, x, x), x, y)
+    quiet_bit = arith.constant(bits, ir.DenseElementsAttr.get_splat(
+        bits, ir.IntegerAttr.get(bits.element_type, _QUIET_BIT[t])))
+    quiet = arith.bitcast(x.type, arith.ori(arith.bitcast(bits, first_nan), quiet_bit))
+    return arith.select(arith.cmpf(F.UNO, x, y), quiet, ordered)
 
 
 def _index(value: int) -> ir.Value:
@@ -133,7 +141,6 @@ def reduce_window(x: ir.Value, init: ir.Value, t: PrimitiveType, dims: Sequence[
     windowed = [i for i in range(rank) if window[i] > 1]
     cells = list(itertools.product(*(range(window[i]) for i in windowed)))
     minor_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(rank - 1)])
-    slab_dims = [1, *out_dims[1:]]
 
     def row(position: list[ir.Value], out: ir.Value) -> ir.Value:
         """The minor dimension of one output position, a vector at a time."""
@@ -160,25 +167,33 @@ def reduce_window(x: ir.Value, init: ir.Value, t: PrimitiveType, dims: Sequence[
                         valid = arith.andi(valid, check)
                     value = arith.select(valid, value, vector.broadcast(vtype, init))
                 acc = _combine(name, t, acc, value) if acc_first else _combine(name, t, value, acc)
-            local = [_index(0), *position[1:], j]
+            local = [_index(0) if d == split else position[d] for d in range(rank - 1)] + [j]
             return vector.transfer_write(out.type, acc, out, local, minor_map, in_bounds)
         return _for(0, minor, lanes, out, chunk)
+
+    # The cores split the first output dimension with more than one index (dimensions
+    # before it have one): the batch of a pooling, or its rows when the batch is 1.
+    split = next((d for d in range(rank - 1) if out_dims[d] > 1), 0)
+    slab_dims = [1 if d == split else n for d, n in enumerate(out_dims)]
 
     def nest(level: int, position: list[ir.Value], out: ir.Value) -> ir.Value:
         if level == rank - 1:
             return row(position, out)
+        if level == split:
+            return nest(level + 1, position + [part], out)
         return _for(0, out_dims[level], 1, out,
                     lambda i, o: nest(level + 1, position + [i], o))
 
     shared = tensor.EmptyOp(list(out_dims), element).result
-    loop = scf.ForallOp([0], [out_dims[0]], [1], [shared])
+    loop = scf.ForallOp([0], [out_dims[split]], [1], [shared])
     with ir.InsertionPoint(loop.body):
-        first = loop.induction_variables[0]
+        part = loop.induction_variables[0]
+        offsets = [DYNAMIC if d == split else 0 for d in range(rank)]
         # The iteration's slice of the shared output as its destination: written in place.
         slab = tensor.extract_slice(ir.RankedTensorType.get(slab_dims, element), loop.inner_iter_args[0],
-                                    [first], [], [], [DYNAMIC] + [0] * (rank - 1), slab_dims, [1] * rank)
-        slab = nest(1, [first], slab)
+                                    [part], [], [], offsets, slab_dims, [1] * rank)
+        slab = nest(0, [], slab)
         with ir.InsertionPoint(loop.terminator().block):
-            tensor.parallel_insert_slice(slab, loop.inner_iter_args[0], [first], [], [],
-                                         [DYNAMIC] + [0] * (rank - 1), slab_dims, [1] * rank)
+            tensor.parallel_insert_slice(slab, loop.inner_iter_args[0], [part], [], [], offsets,
+                                         slab_dims, [1] * rank)
     return loop.results[0]
