@@ -31,16 +31,19 @@ def test_matvec_sums_in_lanes_on_register_tiles() -> None:
     assert '["parallel", "reduction", "parallel"]' in linalg
     assert "linalg.matvec" not in linalg
     # The "tiled" stage (lowering/passes/lane_schedules.py): 8 rows of partials per step,
-    # their 8 x 16 accumulators carried in registers across the chunk loop (mulf, then
-    # addf: no fma); the fold of the lanes (one generic) is left as it is.
+    # 8 accumulators of 16 lanes carried in registers across the chunk loop, one mulf and
+    # one addf per row (no fma); the fold of the lanes (one generic) is left as it is.
     check_ir(exe.stages["tiled"], """
         CHECK: scf.for {{.*}} step %c8
-        CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<8x16xf32>)
-        CHECK: arith.mulf {{.*}} : vector<8x1x16xf32>
-        CHECK: arith.addf {{.*}} : vector<128xf32>
+        CHECK-COUNT-8: vector.transfer_read {{.*}} : tensor<8x16xf32>, vector<1x16xf32>
+        CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<1x16xf32>, vector<1x16xf32>, {{.*}}) {
+        CHECK-COUNT-8: arith.mulf {{.*}} : vector<1x1x16xf32>
+        CHECK: scf.yield
+        CHECK-COUNT-8: vector.transfer_write {{.*}} : vector<1x16xf32>, tensor<8x16xf32>
         CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
     """)
     assert exe.stages["tiled"].count("linalg.generic") == 1
+    assert ") -> (" + ", ".join(["vector<1x16xf32>"] * 8) + ")" in exe.stages["tiled"]
     assert "vector.fma" not in exe.stages["tiled"]
 
 

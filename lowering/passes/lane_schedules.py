@@ -80,31 +80,41 @@ def _plan(op: Any) -> tuple[Any, int, int] | None:
 
 
 def _script(i: int, rank: int, rows: int) -> str:
+    # Loops (row tiles of R, chunks, rows of the tile): the tile's R accumulator rows are
+    # R separate 1-D vectors (the row loop unrolled: no 2-D vector arithmetic, which LLVM
+    # would get as 128-element vectors built element by element), each read before the
+    # chunk loop and written after it (hoisted: in registers across it).
     r = _divisor_at_most(rows, ROWS)
     lead = [1] * (rank - 3)
-    partial_tiles, n_partial = lead + [r, 1, 0], len(lead) + 2
+    n_outer = len(lead) + 2
+    row = [0] * len(lead) + [1, 0, 0]  # one row of the tile
     return f"""
     %lp{i} = transform.structured.match ops{{["linalg.generic"]}}
       attributes {{{TAG} = {i} : i64}} in %root : ({ANY}) -> {ANY}
-    %lpt{i}, %lpl{i}:{n_partial} = transform.structured.tile_using_for %lp{i} tile_sizes {partial_tiles}
-      : ({ANY}) -> ({', '.join([ANY] * (n_partial + 1))})
-    transform.structured.vectorize %lpt{i} : {ANY}
-    transform.apply_patterns to %lpl{i}#0 {{
-      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerparallel"
-    }} : {ANY}"""
+    %lpt{i}, %lpl{i}:{n_outer} = transform.structured.tile_using_for %lp{i} tile_sizes {lead + [r, 1, 0]}
+      : ({ANY}) -> ({', '.join([ANY] * (n_outer + 1))})
+    %lpr{i}, %lpr{i}_loop = transform.structured.tile_using_for %lpt{i} tile_sizes {row}
+      : ({ANY}) -> ({ANY}, {ANY})
+    transform.structured.vectorize %lpr{i} : {ANY}
+    %lpu{i} = transform.cast %lpr{i}_loop : {ANY} to !transform.op<"scf.for">
+    transform.loop.unroll %lpu{i} {{ factor = {r} }} : !transform.op<"scf.for">
+    transform.loop.hoist_loop_invariant_subsets %lpl{i}#{n_outer - 1} : {ANY}"""
 
 
 _HEADER = """module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {"""
 _FOOTER = """
     %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+    // Each row's read and write of its accumulator index the row tile itself (not a slice
+    // of it inserted back), so they are hoisted as a pair and the rows' writes after the
+    // loop form one chain, which bufferization does in place.
     transform.apply_patterns to %funcs {
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers
       transform.apply_patterns.canonicalization
     } : !transform.any_op
     %loops = transform.structured.match ops{["scf.for"]} in %root : (!transform.any_op) -> !transform.any_op
     transform.apply_licm to %loops : !transform.any_op
+    transform.loop.hoist_loop_invariant_subsets %loops : !transform.any_op
     transform.loop.hoist_loop_invariant_subsets %loops : !transform.any_op
     transform.yield
   }
