@@ -153,6 +153,24 @@ def test_jax_layout_is_a_batch_matmul():
     assert "batch_matmul" not in stages["linalg"]
 
 
+@pytest.mark.parametrize("layout", [(1, 0), (0, 0), (1, 1), (0, 1)])
+def test_ragged_contracting_rank_2_is_a_batch_matmul(layout):
+    """The weight gradient of jax.lax.ragged_dot: both operands masked per group into
+    [g, m, k] and [g, k, n] (each read in its own layout), one batch_matmul."""
+    lc, rc = layout
+    lhs = data((3, 7) if lc == 1 else (7, 3), np.float32, 1)
+    rhs = data((7, 2) if rc == 0 else (2, 7), np.float32, 2)
+    dnums = RD(DN((lc,), (rc,)), (lc,))
+    got = check(lhs, rhs, np.array([2, 0, 6], np.int32), dnums)
+    a, w = (lhs if lc == 1 else lhs.T), (rhs if rc == 0 else rhs.T)
+    np.testing.assert_array_equal(got[0], a[:, :2] @ w[:2])
+    np.testing.assert_array_equal(got[2], a[:, 2:] @ w[2:])
+    b = xm.XlaBuilder("t")
+    params = [b.parameter(i, xm.Shape.array(xm.F32, s)) for i, s in enumerate((lhs.shape, rhs.shape))]
+    g = b.parameter(2, xm.Shape.array(xm.S32, (3,)))
+    assert "linalg.batch_matmul" in xm.compile(b.build(b.ragged_dot(*params, g, dnums))).stages["linalg"]
+
+
 def test_another_groups_infinity_reaches_masked_rows_as_nan():
     """XLA multiplies the zero-masked lhs by every group's rhs (ragged_dot_rewriter.cc),
     so 0 * inf = NaN in rows of other groups; the oracle does the same."""

@@ -18,7 +18,8 @@ generic:
   layout (lhs [m, k], rhs [g, k, n]) is XLA's dense form as a linalg.batch_matmul
   of the masked lhs [g, m, k], so that it gets the matmul schedule;
 - ragged contracting dimension: g is the result's leading parallel loop, lhs
-  and rhs both masked (a masked product is exactly zero);
+  and rhs both masked (a masked product is exactly zero); with rank-2 operands,
+  XLA's dense form: a linalg.batch_matmul of the masked [g, m, k] and [g, k, n];
 - ragged batch dimension: group_sizes is not read; a plain contraction.
 
 scaled_dot multiplies each operand by its scale (element [i // block]) in the
@@ -99,37 +100,64 @@ def _in_group(index: ir.Value, start: ir.Value, end: ir.Value, t: PrimitiveType)
     return arith.andi(arith.cmpi(le, start, i), arith.cmpi(lt, i, end))
 
 
-def _is_moe_layout(d: DotDimensionNumbers, lhs: Shape, rhs: Shape, gs: Shape, ragged: int,
-                   rhs_group: int | None, acc: PrimitiveType) -> bool:
-    """jax.lax.ragged_dot's layout: lhs [m, k] ragged in m, rhs [g, k, n], group_sizes [g]."""
-    return (lhs.rank == 2 and rhs.rank == 3 and gs.rank == 1 and ragged == 0 and rhs_group == 0
-            and d == DotDimensionNumbers((1,), (1,)) and acc != P.PRED)
-
-
-def _moe_matmul(lhs: ir.Value, rhs: ir.Value, starts: ir.Value, ends: ir.Value, lhs_shape: Shape,
-                rhs_shape: Shape, gt: PrimitiveType, acc: PrimitiveType, out: Shape) -> ir.Value:
-    """XLA's dense form: lhs masked per group into [g, m, k] (row i kept in group j's copy
-    when it is in group j), a linalg.batch_matmul with rhs [g, k, n], the g products summed
-    in order (an index in one group adds zeros to its own product). Named ops get the
-    matmul schedule; the one generic over (m, n, g, k) does not."""
-    (m, k), (g, _, n) = lhs_shape.dimensions, rhs_shape.dimensions
-    wide = Shape.array(acc, (g, m, k))
-    maps = [_map(3, [1, 2]), _map(3, [0]), _map(3, [0])]
+def _grouped_copy(x: ir.Value, shape: Shape, loops: list[int], ragged_loop: int, starts: ir.Value,
+                  ends: ir.Value, dims: tuple[int, ...], gt: PrimitiveType, acc: PrimitiveType) -> ir.Value:
+    """[g, ...dims...]: x (dimension i read by loop loops[i]) where loop ragged_loop is in
+    group g, zero elsewhere (XLA's RaggedToDense)."""
+    rank = len(dims) + 1
+    wide = Shape.array(acc, (ir.RankedTensorType(starts.type).shape[0], *dims))
+    group = _map(rank, [0])
 
     def body(a: ir.Value, start: ir.Value, end: ir.Value) -> ir.Value:
-        return arith.select(_in_group(linalg.IndexOp(1).result, start, end, gt), a, _zero(acc))
+        return arith.select(_in_group(linalg.IndexOp(ragged_loop).result, start, end, gt), a, _zero(acc))
 
-    masked = generic([lhs, starts, ends], [lhs_shape.with_element_type(acc), *[Shape.array(gt, (g,))] * 2],
-                     wide, _tensor_type(wide, acc), body, input_maps=maps)
-    per_group = Shape.array(acc, (g, m, n))
-    products = linalg.batch_matmul(masked, rhs, outs=[_zero_filled(per_group, acc)])
-    products = products.result if isinstance(products, (ir.Operation, ir.OpView)) else products
-    op = linalg.GenericOp_([products], [_zero_filled(out.with_element_type(acc), acc)],
-                           [_map(3, [0, 1, 2]), _map(3, [1, 2])], ["reduction", "parallel", "parallel"])
-    block = op.regions[0].blocks[0]
-    with ir.InsertionPoint(block):
-        linalg.YieldOp([arithmetic.add(Elem(acc), block.arguments[1], block.arguments[0])])
-    return op.results[0]
+    bounds = Shape.array(gt, wide.dimensions[:1])
+    return generic([x, starts, ends], [shape.with_element_type(acc), bounds, bounds], wide,
+                   _tensor_type(wide, acc), body, input_maps=[_map(rank, loops), group, group])
+
+
+def _batch_matmul(lhs: ir.Value, rhs: ir.Value, shape: Shape, acc: PrimitiveType) -> ir.Value:
+    result = linalg.batch_matmul(lhs, rhs, outs=[_zero_filled(shape, acc)])
+    return result.result if isinstance(result, (ir.Operation, ir.OpView)) else result
+
+
+def _grouped_matmul(d: DotDimensionNumbers, lhs: ir.Value, rhs: ir.Value, starts: ir.Value, ends: ir.Value,
+                    lhs_shape: Shape, rhs_shape: Shape, gs_shape: Shape, ragged: int, rhs_group: int | None,
+                    acc: PrimitiveType, out: Shape) -> ir.Value | None:
+    """XLA's dense form as a linalg.batch_matmul, which the matmul schedule packs and tiles (one
+    generic over the group and the contraction gets none), for rank-2 operands without batch
+    dimensions and group_sizes [g]; None for other layouts.
+
+    Ragged non-contracting (jax.lax.ragged_dot: lhs [m, k], rhs [g, k, n]): lhs masked into
+    [g, m, k], times rhs, the g products summed in order (an index in one group adds zeros to
+    its own product). Ragged contracting (its transpose, lhs [m, k] or [k, m], rhs [k, n] or
+    [n, k]): both masked into [g, m, k] and [g, k, n], the product is the result."""
+    if lhs_shape.rank != 2 or gs_shape.rank != 1 or acc == P.PRED or d.lhs_batch_dimensions:
+        return None
+    g = gs_shape.dimensions[0]
+    gt = gs_shape.element_type
+    lc = d.lhs_contracting_dimensions
+    if rhs_group is not None:
+        jax_layout = rhs_shape.rank == 3 and ragged == 0 and rhs_group == 0
+        if not (jax_layout and d == DotDimensionNumbers((1,), (1,))):
+            return None
+        (m, k), n = lhs_shape.dimensions, rhs_shape.dimensions[2]
+        masked = _grouped_copy(lhs, lhs_shape, [1, 2], 1, starts, ends, (m, k), gt, acc)
+        products = _batch_matmul(masked, rhs, Shape.array(acc, (g, m, n)), acc)
+        op = linalg.GenericOp_([products], [_zero_filled(out.with_element_type(acc), acc)],
+                               [_map(3, [0, 1, 2]), _map(3, [1, 2])], ["reduction", "parallel", "parallel"])
+        block = op.regions[0].blocks[0]
+        with ir.InsertionPoint(block):
+            linalg.YieldOp([arithmetic.add(Elem(acc), block.arguments[1], block.arguments[0])])
+        return op.results[0]
+    if rhs_shape.rank != 2 or len(lc) != 1:
+        return None
+    rc = d.rhs_contracting_dimensions[0]
+    m, k, n = lhs_shape.dimensions[1 - lc[0]], lhs_shape.dimensions[lc[0]], rhs_shape.dimensions[1 - rc]
+    # Loops (g, m, k) and (g, k, n): each operand read through its own layout.
+    lhs_g = _grouped_copy(lhs, lhs_shape, [1, 2] if lc[0] == 1 else [2, 1], 2, starts, ends, (m, k), gt, acc)
+    rhs_g = _grouped_copy(rhs, rhs_shape, [1, 2] if rc == 0 else [2, 1], 1, starts, ends, (k, n), gt, acc)
+    return _batch_matmul(lhs_g, rhs_g, out.with_element_type(acc), acc)
 
 
 @lowers("ragged_dot")
@@ -156,8 +184,9 @@ def lower_ragged_dot(v: OpView) -> ir.Value:
         gs_map = _map(n_loops, [lhs_loop[i] for i in prefix] + [group_loop])
         gs = v.args["group_sizes"]
         bounds = [_running_sums(gs, gs_shape, False), _running_sums(gs, gs_shape, True)]
-        if _is_moe_layout(d, lhs_shape, rhs_shape, gs_shape, ragged, rhs_group, acc):
-            result = _moe_matmul(lhs, rhs, *bounds, lhs_shape, rhs_shape, gt, acc, out)
+        result = _grouped_matmul(d, lhs, rhs, *bounds, lhs_shape, rhs_shape, gs_shape, ragged, rhs_group,
+                                 acc, out)
+        if result is not None:
             return _convert(result, out.with_element_type(acc), acc, out.element_type)
         inputs += bounds
         maps += [gs_map, gs_map]
