@@ -31,7 +31,7 @@ from .dialect.element_types import (
 from .dialect.errors import ArgumentError, CompileError, ShapeError, XlaError
 from .dialect.layout import Layout
 from .dialect.ops_conv import ConvDimensionNumbers
-from .dialect.ops_dot import DotDimensionNumbers
+from .dialect.ops_dot import DotDimensionNumbers, RaggedDotDimensionNumbers
 from .dialect.ops_indexing import GatherDimensionNumbers, ScatterDimensionNumbers
 from .dialect.shape import Shape
 from .lowering import Pipeline
@@ -45,6 +45,7 @@ __all__ = [
     "XlaError", "BF16", "C64", "C128", "F16", "F32", "F64", "PRED", "S8", "S16", "S32", "S64",
     "TOKEN", "TUPLE", "U8", "U16", "U32", "U64", "Layout", "PrimitiveType", "Shape", "dtype_of",
     "type_of", "Pipeline", "Executable", "compile", "compile_mlir", "DotDimensionNumbers",
+    "RaggedDotDimensionNumbers",
     "register_custom_call", "CustomCallError", "GatherDimensionNumbers", "ScatterDimensionNumbers",
     "ConvDimensionNumbers", "CollectiveError", "distributed", "import_stablehlo", "jit",
 ]

@@ -1,5 +1,5 @@
 """Neural-network workloads of issue #17: layer norm, attention, batched matmul, strided /
-1x1 / depthwise convolutions, 2x2 max-pool and a tanh RNN loop.
+1x1 / depthwise convolutions, 2x2 and 3x3 max-pools and a tanh RNN loop.
 
 Each is a `Case` (bench/harness.py): ours built with the XlaBuilder API, numpy's usual way
 (matmuls on its BLAS, convolutions as im2col + matmul), and the JAX function a user would
@@ -153,22 +153,34 @@ def depthwise_conv(c: int = 128) -> Measurement:
                  numpy_fn, groups=c)
 
 
-def max_pool(shape: tuple[int, int, int, int] = (8, 112, 112, 64)) -> Measurement:
+def max_pool(shape: tuple[int, int, int, int] = (8, 112, 112, 64), window: int = 2) -> Measurement:
+    """window x window, stride 2, NHWC: 2x2 "VALID" (no padding), or 3x3 "SAME" (ResNet's
+    stem pooling: padding (0, 1) on each spatial dimension, cells of -inf)."""
     n, h, w, c = shape
+    pad = [(0, 0), (0, 1), (0, 1), (0, 0)] if window == 3 else [(0, 0)] * 4
+    dims, strides = [1, window, window, 1], [1, 2, 2, 1]
 
     def build() -> xm.XlaComputation:
         b, (x,) = f32_params("max_pool", shape)
         return b.build(b.reduce_window(x, b.constant(np.float32(-np.inf)),
-                                       lambda a, v: a.builder.max(a, v), [1, 2, 2, 1], [1, 2, 2, 1]))
+                                       lambda a, v: a.builder.max(a, v), dims, strides, padding=pad))
 
     def numpy_fn(x: Any) -> Any:
-        return x.reshape(n, h // 2, 2, w // 2, 2, c).max(axis=(2, 4))
+        if window == 2:
+            return x.reshape(n, h // 2, 2, w // 2, 2, c).max(axis=(2, 4))
+        padded = np.pad(x, pad, constant_values=-np.inf)
+        out = padded[:, 0:h:2, 0:w:2]
+        for i in range(3):
+            for j in range(3):
+                out = np.maximum(out, padded[:, i:i + h:2, j:j + w:2])
+        return out
 
     def jax_fn(x: Any) -> Any:
-        return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, dims, strides, pad)
 
+    out_pixels = (h // 2) * (w // 2)
     return measure(Case(build, lambda: normal(4, shape), numpy_fn, jax and jax_fn,
-                        work=4 * n * h * w * c * 5 // 4, unit="GB/s", repeats=9,
+                        work=4 * n * c * (h * w + out_pixels), unit="GB/s", repeats=9,
                         check=np.testing.assert_array_equal))
 
 
@@ -218,5 +230,6 @@ def workloads() -> list[Workload]:
         Workload("conv 1x1 NHWC [8,28,28,256]x[1,1,256,256]", pointwise_conv, None),
         Workload("depthwise conv 3x3 NHWC [8,56,56,128]", depthwise_conv, None),
         Workload("max-pool 2x2/2 f32[8,112,112,64]", max_pool, None),
+        Workload("max-pool 3x3/2 SAME f32[8,112,112,64]", lambda: max_pool(window=3), None),
         Workload("RNN tanh(Wh+Ux) 100 steps [256]", rnn, None),
     ]

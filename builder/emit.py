@@ -17,11 +17,12 @@ from mlir.dialects import func
 
 from ..dialect.attributes import segment_sizes_attr, to_mlir
 from ..dialect.context import new_context
+from ..dialect.entry_layouts import has_layout_entry, layout_entry
 from ..dialect.errors import ShapeError
 from ..dialect.mlir_types import to_mlir_type_text
 from ..dialect.registry import ELEMENTS
 from ..dialect.shape import Shape
-from ..dialect.verify import ENTRY, LAYOUT_ATTR, verify_module
+from ..dialect.verify import ENTRY, verify_module
 from .xla_op import XlaOp
 
 if TYPE_CHECKING:
@@ -124,16 +125,12 @@ class ModuleEmitter:
                 func.ReturnOp([values[root.uid]])
 
     def _set_layout_attrs(self, f: Any, params: list[XlaOp], root: XlaOp) -> None:
-        def layout_dict(shape: Shape) -> ir.Attribute:
-            if shape.is_array() and not shape.has_default_layout():
-                mtm = ir.DenseI64ArrayAttr.get(list(shape.layout.minor_to_major))
-                return ir.DictAttr.get({LAYOUT_ATTR: mtm})
-            return ir.DictAttr.get({})
-
-        if any(p.shape.is_array() and not p.shape.has_default_layout() for p in params):
-            f.arg_attrs = ir.ArrayAttr.get([layout_dict(p.shape) for p in params])
-        if root.shape.is_array() and not root.shape.has_default_layout():
-            f.result_attrs = ir.ArrayAttr.get([layout_dict(root.shape)])
+        if any(has_layout_entry(p.shape) for p in params):
+            f.arg_attrs = ir.ArrayAttr.get([layout_entry(p.shape) for p in params])
+        # A tuple result's leaf layouts follow from the parameters it returns (the boundary's
+        # `entry_result_shape`); only an array result states its own.
+        if root.shape.is_array() and has_layout_entry(root.shape):
+            f.result_attrs = ir.ArrayAttr.get([layout_entry(root.shape)])
 
     def _emit_op(self, op: XlaOp, values: dict[int, ir.Value]) -> ir.Value:
         if op.source is not None:

@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (registration side effects)
     ops_core,
     ops_custom,
     ops_dot,
+    ops_dynamic,
     ops_elementwise,
     ops_fft,
     ops_indexing,

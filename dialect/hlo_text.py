@@ -24,6 +24,8 @@ Where the dialect differs from HLO, the text shows what XLA would hold instead:
 - `infeed`/`recv` results are the data alone (XLA's are `(data, token[])` tuples);
   `send`/`recv` print their channel as `channel_id=N` (or `frontend_attributes` for a
   named channel), without XLA's `send-done`/`recv-done` halves;
+- `composite_call` prints as XLA's CompositeCall does: a `call` with `is_composite=true`
+  and the name, attributes and version in `frontend_attributes` (`composite.name=...`);
 - `all_to_all` prints XLA's `dimensions={split_dimension}` and keeps the concat
   dimension and split count in `frontend_attributes`.
 
@@ -42,6 +44,7 @@ from mlir import ir
 from .attributes import attribute_values, operand_groups
 from .context import new_context
 from .element_types import PrimitiveType, dtype_of
+from .entry_layouts import with_entry_layouts
 from .errors import CompileError
 from .mlir_types import shape_from_mlir_type_text
 from .registry import DIALECT, REGISTRY, OpDef
@@ -163,19 +166,6 @@ def _opdef(op: Any) -> OpDef | None:
     return REGISTRY.get(name[len(DIALECT) + 1:])
 
 
-def _layout_of(attrs: Any, index: int) -> tuple[int, ...] | None:
-    if attrs is None:
-        return None
-    entry = ir.DictAttr(list(ir.ArrayAttr(attrs))[index])
-    if "xhlo.layout" not in entry:
-        return None
-    return tuple(ir.DenseI64ArrayAttr(entry["xhlo.layout"]))
-
-
-def _with_layout(shape: Shape, layout: tuple[int, ...] | None) -> Shape:
-    return shape.with_layout(layout) if layout is not None and shape.is_array() else shape
-
-
 class _ComputationPrinter:
     """One function as an HLO computation; values are named as they are printed."""
 
@@ -189,11 +179,11 @@ class _ComputationPrinter:
         attrs = func.attributes
         arg_attrs = attrs["arg_attrs"] if "arg_attrs" in attrs else None
         res_attrs = attrs["res_attrs"] if "res_attrs" in attrs else None
-        self.parameter_shapes = [_with_layout(shape_from_mlir_type_text(str(t)), _layout_of(arg_attrs, i))
+        self.parameter_shapes = [with_entry_layouts(shape_from_mlir_type_text(str(t)), arg_attrs, i)
                                  for i, t in enumerate(fn_type.inputs)]
         results = [shape_from_mlir_type_text(str(t)) for t in fn_type.results]
         if len(results) == 1:
-            self.result_shape = _with_layout(results[0], _layout_of(res_attrs, 0))
+            self.result_shape = with_entry_layouts(results[0], res_attrs, 0)
         else:
             self.result_shape = Shape.tuple(results)
 
@@ -422,12 +412,16 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
     if kind == "select_and_scatter":
         return opcode, [_window(a["window_dimensions"], a["window_strides"], a["padding"]),
                         f"select={comp(a['select'])}", f"scatter={comp(a['scatter'])}"], operands
-    if kind == "dot_general":
+    if kind in ("dot_general", "ragged_dot", "scaled_dot"):
         extra = []
         for side in ("lhs", "rhs"):
             if a[f"{side}_batch_dimensions"]:
                 extra.append(f"{side}_batch_dims={_ints(a[f'{side}_batch_dimensions'])}")
             extra.append(f"{side}_contracting_dims={_ints(a[f'{side}_contracting_dimensions'])}")
+        if kind == "ragged_dot":  # XLA's RaggedDotDimensionNumbersToString
+            extra.append(f"lhs_ragged_dims={_ints(a['lhs_ragged_dimensions'])}")
+            if a["rhs_group_dimensions"]:
+                extra.append(f"rhs_group_dims={_ints(a['rhs_group_dimensions'])}")
         return opcode, extra + [_precision(a["precision_config"])], operands
     if kind == "convolution":
         sizes = [printer.values[operands[1]][1].dimensions[d] for d in a["kernel_spatial_dimensions"]]
@@ -451,8 +445,20 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
                         f"to_apply={comp(a['comparator'])}"], operands
     if kind == "call":
         return opcode, [f"to_apply={comp(a['to_apply'])}"], operands
+    if kind == "composite_call":  # XLA's CompositeCall: a kCall marked is_composite
+        composite = [f"composite.attributes={a['composite_attributes'] or '{}'}",
+                     f"composite.name={_quote(a['name'])}",
+                     f"composite.version={_quote(str(a['version']))}"]
+        return "call", [f"to_apply={comp(a['to_apply'])}", "is_composite=true",
+                        "frontend_attributes={" + ",".join(composite) + "}"], operands
     if kind == "while":
         return opcode, [f"condition={comp(a['cond'])}", f"body={comp(a['body'])}"], operands
+    if kind == "scan":  # as XLA prints kScan: the inputs then the inits, and their split
+        return opcode, [f"dimensions={{{a['scan_dimension']}}}",
+                        f"num_carries={len(groups['inits'])}",
+                        "is_reverse=true" if a["is_reverse"] else "",
+                        f"is_associative={a['is_associative']}" if a["is_associative"] else "",
+                        f"to_apply={comp(a['to_apply'])}"], operands
     if kind == "case":
         branches = a["branches"]
         pred = printer.values[groups["index"]][1].element_type == PrimitiveType.PRED
@@ -476,7 +482,7 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
     if kind in ("send", "recv"):
         return opcode, [_channel(a["channel"])], operands
     if kind in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "collective_broadcast",
-                "collective_permute"):
+                "collective_permute", "ragged_all_to_all"):
         extra = []
         if a.get("channel_id"):
             extra.append(f"channel_id={a['channel_id']}")

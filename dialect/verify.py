@@ -14,12 +14,13 @@ from typing import Any
 from mlir import ir
 
 from .attributes import OPERAND_SEGMENTS, attribute_values, needs_segment_sizes, operand_groups
+from .entry_layouts import LAYOUT_ATTR, with_entry_layouts
 from .errors import CompileError, ShapeError, XlaError
 from .mlir_types import shape_from_mlir_type_text
 from .registry import DIALECT, ENTRY, REGISTRY, OpDef
 from .shape import Shape
 
-LAYOUT_ATTR = "xhlo.layout"
+__all__ = ["LAYOUT_ATTR", "program_shape_of", "verify_module", "verify_op"]
 
 
 def _shape(t: ir.Type) -> Shape:
@@ -150,13 +151,6 @@ def _entry(module: ir.Module) -> Any:
     raise CompileError(f"the module has no function @{ENTRY}", "hlo")
 
 
-def _layout(attrs: Any, index: int) -> tuple[int, ...] | None:
-    if attrs is None:
-        return None
-    entry = ir.DictAttr(ir.ArrayAttr(attrs)[index])
-    return tuple(ir.DenseI64ArrayAttr(entry[LAYOUT_ATTR])) if LAYOUT_ATTR in entry else None
-
-
 def program_shape_of(module: ir.Module) -> tuple[list[Shape], Shape]:
     """Parameter shapes and result shape (with layouts) of the module's entry function."""
     f = _entry(module)
@@ -166,15 +160,11 @@ def program_shape_of(module: ir.Module) -> tuple[list[Shape], Shape]:
     if len(ftype.results) != 1:
         raise CompileError(f"@{ENTRY} must return exactly one value (use a tuple)", "hlo")
     try:
-        params = [_with_layout(_shape(t), _layout(arg_attrs, i)) for i, t in enumerate(ftype.inputs)]
+        params = [with_entry_layouts(_shape(t), arg_attrs, i) for i, t in enumerate(ftype.inputs)]
         if any(leaf.is_token() for p in params for leaf in (p.flatten() if p.is_tuple() else [p])):
             raise ShapeError("main", params, "the entry computation cannot take a token parameter; "
                              "make one with create_token()")
-        result = _with_layout(_shape(ftype.results[0]), _layout(res_attrs, 0))
+        result = with_entry_layouts(_shape(ftype.results[0]), res_attrs, 0)
     except ShapeError as e:
         raise CompileError(f"unsupported entry signature: {e}", "hlo") from None
     return params, result
-
-
-def _with_layout(shape: Shape, layout: tuple[int, ...] | None) -> Shape:
-    return shape if layout is None else shape.with_layout(layout)

@@ -214,15 +214,15 @@ def export_executable(exe: Any, path: str | os.PathLike[str], *, target_cpu: str
 
 def _leaves(exe: Any) -> tuple[list[_Leaf], list[_Leaf]]:
     """The argument and result arrays in the entry point's order, with the layouts the
-    compiled code assumes: a non-tuple parameter keeps its layout, leaves of a tuple
-    parameter are row-major (as `lowering.patterns.boundary.rewrite_entry` compiles them), and the
-    results are `result_leaf_shapes` (a single array keeps its layout, tuples are flattened)."""
+    compiled code assumes: every parameter leaf keeps its layout (also inside a tuple, as
+    `lowering.patterns.boundary.rewrite_entry` compiles them), and the results are
+    `result_leaf_shapes` (a single array keeps its layout, tuples are flattened)."""
     args: list[_Leaf] = []
     for i, shape in enumerate(exe.parameter_shapes):
         if shape.is_tuple():
             for j, leaf in enumerate(shape.flatten()):
                 _require_array(leaf, f"parameter {i} leaf {j}")
-                args.append(_Leaf("ARG", len(args), leaf.with_default_layout(),
+                args.append(_Leaf("ARG", len(args), leaf,
                                   f"parameter {i} ({shape}), leaf {j}"))
         else:
             _require_array(shape, f"parameter {i}")

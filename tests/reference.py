@@ -1110,6 +1110,77 @@ def _dot_general(lhs: np.ndarray, rhs: np.ndarray, attrs: dict, out_dtype: np.dt
     return _narrow(np.asarray(result), out_dtype)
 
 
+def _placed(x: np.ndarray, dims: list[int], rank: int) -> np.ndarray:
+    """x's axes moved to positions `dims` of a rank-`rank` array (size 1 elsewhere)."""
+    order = np.argsort(dims)
+    x = np.transpose(x, order) if len(dims) > 1 else x
+    sizes = dict(zip(sorted(dims), x.shape))
+    return x.reshape([sizes.get(i, 1) for i in range(rank)])
+
+
+def _group_masks(x: np.ndarray, ragged: int, prefix: list[int], gs: np.ndarray):
+    """For each group k, where x's ragged index i has start_k <= i < end_k, start/end being
+    the running sums of the group sizes in their own (wrapping) type, the index an iota of
+    that type (XLA's ragged_dot_rewriter.cc and jax's reference implementation)."""
+    gs = np.broadcast_to(gs, tuple(x.shape[d] for d in prefix) + gs.shape[-1:])
+    with np.errstate(over="ignore"):
+        ends = np.cumsum(gs, axis=-1, dtype=gs.dtype)
+        starts = (ends - gs).astype(gs.dtype)
+    index = _placed(np.arange(x.shape[ragged]).astype(gs.dtype), [ragged], x.ndim)
+    for k in range(gs.shape[-1]):
+        s = _placed(starts[..., k], prefix, x.ndim)
+        e = _placed(ends[..., k], prefix, x.ndim)
+        yield (s <= index) & (index < e)
+
+
+def _ragged_dot(lhs: np.ndarray, rhs: np.ndarray, gs: np.ndarray, a: dict, out_dtype: np.dtype):
+    """chlo.ragged_dot: lhs's ragged dimension split into groups (see _group_masks). A ragged
+    free dimension: rows of group k times rhs[k] (the rhs group dimension), lhs masked to
+    zero elsewhere; a ragged contracting dimension: one result per group (leading), both
+    operands masked; a ragged batch dimension: dot_general."""
+    lc, rc = list(a["lhs_contracting_dimensions"]), list(a["rhs_contracting_dimensions"])
+    lb, rb = list(a["lhs_batch_dimensions"]), list(a["rhs_batch_dimensions"])
+    ragged = a["lhs_ragged_dimensions"][0]
+    wide = _wide(out_dtype)
+    if ragged in lb:
+        return _dot_general(lhs, rhs, a, out_dtype)
+    zero = np.zeros((), lhs.dtype)
+    if ragged in lc:
+        pos = lc.index(ragged)
+        lhs_prefix, rhs_prefix = lb + lc[:pos], rb + rc[:pos]
+        parts = [_dot_general(np.where(ml, lhs, zero), np.where(mr, rhs, np.zeros((), rhs.dtype)), a, wide)
+                 for ml, mr in zip(_group_masks(lhs, ragged, lhs_prefix, gs),
+                                   _group_masks(rhs, rc[pos], rhs_prefix, gs))]
+        out_shape = (gs.shape[-1],) + _dot_general(lhs, rhs, a, wide).shape
+        return _narrow(np.array(parts, dtype=wide).reshape(out_shape), out_dtype)
+    group = a["rhs_group_dimensions"][0]
+    prefix = lb + [i for i in range(ragged) if i not in lb and i not in lc]
+    less = {"rhs_contracting_dimensions": [d - (d > group) for d in rc],
+            "rhs_batch_dimensions": [d - (d > group) for d in rb]}
+    dims = {**a, **less}
+    total = None
+    for k, mask in enumerate(_group_masks(lhs, ragged, prefix, gs)):
+        part = _dot_general(np.where(mask, lhs, zero), np.take(rhs, k, axis=group), dims, wide)
+        total = part if total is None else total + part
+    if total is None:  # no groups
+        shape = _dot_general(lhs, np.take(np.zeros(rhs.shape[:group] + (1,) + rhs.shape[group + 1:],
+                                                   rhs.dtype), 0, axis=group), dims, wide).shape
+        total = np.zeros(shape, wide)
+    return _narrow(total, out_dtype)
+
+
+def _scaled_dot(lhs: np.ndarray, lhs_scale: np.ndarray, rhs: np.ndarray, rhs_scale: np.ndarray, a: dict,
+                out_dtype: np.dtype) -> np.ndarray:
+    """dot_general(lhs * lhs_scale, rhs * rhs_scale), each scale element repeated over its
+    block; operand and scale are converted to the result type and multiplied there, as XLA's
+    dequantize expansion does (block_scaling_rewriter.cc BuildDequantize; SEMANTICS.md 5.F)."""
+    def scaled(x, scale):
+        for axis, (n, m) in enumerate(zip(x.shape, scale.shape)):
+            scale = np.repeat(scale, n // m if m else 1, axis=axis)
+        return multiply(convert(x, out_dtype), convert(scale, out_dtype))
+    return _dot_general(scaled(lhs, lhs_scale), scaled(rhs, rhs_scale), a, out_dtype)
+
+
 def _widen(x: np.ndarray, wide: np.dtype) -> np.ndarray:
     if x.dtype == np.bool_:
         x = x.astype(np.uint8)
@@ -1447,6 +1518,25 @@ class Interpreter:
     def _op_get_dimension_size(self, op, ins, a):
         return np.array(ins[0].shape[a["dimension"]], np.int32)
 
+    def _op_set_dimension_size(self, op, ins, a):
+        # The padded data as is: the builder carries the size beside it and masks where XLA
+        # ignores the padding (builder/methods_dynamic.py), so the graph is static.
+        return ins[0]
+
+    def _op_dynamic_reshape(self, op, ins, a):
+        """The operand's valid region (the input sizes) reshaped row-major to the output
+        sizes, zero-padded to `new_size_bounds`; sizes are clamped to [0, bound]."""
+        x, in_sizes, out_sizes = ins
+        bounds = tuple(a["new_size_bounds"])
+        valid = x[tuple(slice(0, min(max(int(s), 0), d)) for s, d in zip(in_sizes, x.shape))]
+        sizes = tuple(min(max(int(s), 0), b) for s, b in zip(out_sizes, bounds))
+        if math.prod(sizes) != valid.size:
+            raise AssertionError(f"dynamic_reshape of {valid.size} elements to {sizes}: "
+                                 "undefined in XLA")
+        out = np.zeros(bounds, x.dtype)
+        out[tuple(slice(0, s) for s in sizes)] = valid.reshape(sizes)
+        return out
+
     def _op_dynamic_slice(self, op, ins, a):
         x, sizes = ins[0], a["slice_sizes"]
         starts = [min(max(int(s), 0), d - n) for s, d, n in zip(ins[1], x.shape, sizes)]
@@ -1611,6 +1701,12 @@ class Interpreter:
     def _op_dot_general(self, op, ins, a):
         return _dot_general(ins[0], ins[1], a, op.shape.dtype)
 
+    def _op_ragged_dot(self, op, ins, a):
+        return _ragged_dot(ins[0], ins[1], ins[2], a, op.shape.dtype)
+
+    def _op_scaled_dot(self, op, ins, a):
+        return _scaled_dot(*ins, a, op.shape.dtype)
+
     def _op_convolution(self, op, ins, a):
         return _convolution(ins[0], ins[1], a, op.shape.dtype)
 
@@ -1636,6 +1732,29 @@ class Interpreter:
 
     def _op_call(self, op, ins, a):
         return self._child(a["to_apply"], self.vectorized)(*ins[0])
+
+    # A composite means its decomposition (seed: CompositeCall); name/attributes/version are hints.
+    _op_composite_call = _op_call
+
+    def _op_scan(self, op, ins, a):
+        """Step by step along scan_dimension (from its end with is_reverse), whatever
+        is_associative says: to_apply(elements..., carries...) -> (outputs..., carries...),
+        output j of step i stored at index i of output array j (seed: Scan; XLA's
+        ScanExpander)."""
+        inputs, carries = list(ins[0]), list(ins[1])
+        d = a["scan_dimension"]
+        k = len(carries)
+        shapes = op.shape.tuple_shapes
+        outs = [np.zeros(s.dimensions, s.dtype) for s in shapes[:len(shapes) - k]]
+        body = self._child(a["to_apply"])
+        steps = inputs[0].shape[d]
+        for i in (reversed(range(steps)) if a["is_reverse"] else range(steps)):
+            result = body(*[np.take(x, i, axis=d) for x in inputs], *carries)
+            leaves = list(result) if isinstance(result, tuple) else [result]
+            for out, y in zip(outs, leaves):
+                out[(slice(None),) * d + (i,)] = y
+            carries = leaves[len(outs):]
+        return [*outs, *carries]
 
     def _op_map(self, op, ins, a):
         result = self._sub(a["computation"], *_same_shape(*ins[0]))[0]
@@ -1682,6 +1801,15 @@ class Interpreter:
 
     def _op_collective_broadcast(self, op, ins, a):
         return ins[0].copy()
+
+    def _op_ragged_all_to_all(self, op, ins, a):
+        """A group of one: the replica's own rows, input[input_offsets[0][u]:+send_sizes[0][u]],
+        written into output at output_offsets[0][u] (seed: RaggedAllToAll)."""
+        data, output, starts, sizes, at, _ = ins
+        result = output.copy()
+        for s, k, o in zip(*(np.asarray(v, np.int64).reshape(-1) for v in (starts, sizes, at))):
+            result[o:o + k] = data[s:s + k]
+        return result
 
     def _op_collective_permute(self, op, ins, a):
         """Replica 0 receives from a (0, 0) pair, else zeros."""

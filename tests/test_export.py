@@ -410,3 +410,25 @@ def test_cli_reports_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     with pytest.raises(SystemExit) as exit_info:  # --function is required: a usage error
         main(["export", str(source), "--output", out])
     assert exit_info.value.code == 2
+
+
+@needs_cc
+def test_tuple_parameter_leaves_follow_their_layouts(tmp_path: Path) -> None:
+    # A tuple parameter's leaf laid out {0,1} is read column-major from C, as the header says.
+    b = xm.XlaBuilder("tuplelay")
+    p = b.parameter(0, xm.Shape.tuple([xm.Shape.array(F32, (2, 3), (0, 1)),
+                                       xm.Shape.array(xm.S32, (3,))]))
+    b.add(b.get_tuple_element(p, 0), b.convert_element_type(b.get_tuple_element(p, 1), F32), (1,))
+    comp = b.build()
+    exe = xm.compile(comp)
+    assert exe.program_shape() == comp.program_shape()
+    x = np.asfortranarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    n = np.int32([10, 20, 30])
+    library = tmp_path / "libtuplelay.so"
+    export_executable(exe, library)
+    header = library.with_suffix(".h").read_text()
+    assert '#define tuplelay_ARG0_LAYOUT "{0,1}"' in header
+    lines = _build_and_run(library, "tuplelay", [x, n], [np.dtype(np.float32)])
+    got = np.float32([float(v) for v in lines[2:-1]]).reshape(2, 3)
+    np.testing.assert_array_equal(got, x + n)
+    np.testing.assert_array_equal(got, exe((x, n)))

@@ -223,22 +223,22 @@ def test_malformed_text_names_the_line():
 
 def test_op_without_counterpart_names_op_and_location():
     text = """func.func @main(%x: tensor<4xf32>, %n: tensor<i32>) -> tensor<4xf32> {
-      %0 = stablehlo.set_dimension_size %x, %n, dim = 0 : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
+      %0 = "stablehlo.unary_einsum"(%x) {einsum_config = "i->i"} : (tensor<4xf32>) -> tensor<4xf32>
       return %0 : tensor<4xf32>
     }"""
-    with pytest.raises(xm.CompileError, match=r"stablehlo\.set_dimension_size at m\.mlir:2:\d+: no xlamlir"):
+    with pytest.raises(xm.CompileError, match=r"stablehlo\.unary_einsum at m\.mlir:2:\d+: no xlamlir"):
         xm.import_stablehlo(text, filename="m.mlir")
     nested = """func.func @main(%p: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
       %0 = "stablehlo.if"(%p) ({
         "stablehlo.return"(%x) : (tensor<4xf32>) -> ()
       }, {
         %n = stablehlo.constant dense<2> : tensor<i32>
-        %y = stablehlo.set_dimension_size %x, %n, dim = 0 : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
+        %y = "stablehlo.unary_einsum"(%x) {einsum_config = "i->i"} : (tensor<4xf32>) -> tensor<4xf32>
         "stablehlo.return"(%y) : (tensor<4xf32>) -> ()
       }) : (tensor<i1>) -> tensor<4xf32>
       return %0 : tensor<4xf32>
     }"""
-    with pytest.raises(xm.CompileError, match=r"set_dimension_size at <input>:6:\d+"):
+    with pytest.raises(xm.CompileError, match=r"unary_einsum at <input>:6:\d+"):
         imported(nested)  # the op inside the region is named, not the if
 
 
@@ -297,17 +297,18 @@ def test_other_bad_modules():
 
 
 def test_unsupported_dot_algorithm():
+    """ANY_F8_ANY_F8_F32 is refused (the presets: test_import_dot_algorithms.py)."""
     text = """func.func @main(%a: tensor<2x2xf32>, %b: tensor<2x2xf32>) -> tensor<2x2xf32> {
       %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0],
-          algorithm = <lhs_precision_type = tf32, rhs_precision_type = tf32, accumulation_type = f32,
+          algorithm = <lhs_precision_type = f8E4M3FN, rhs_precision_type = f8E4M3FN, accumulation_type = f32,
                        lhs_component_count = 1, rhs_component_count = 1, num_primitive_operations = 1,
                        allow_imprecise_accumulation = false>
           : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
       return %0 : tensor<2x2xf32>
     }"""
-    with pytest.raises(xm.CompileError, match=r"dot_general at <input>:2:\d+: .*tf32"):
+    with pytest.raises(xm.CompileError, match=r"dot_general at <input>:2:\d+: .*f8e4m3fn"):
         imported(text)
-    ok = text.replace("tf32", "f32")
+    ok = text.replace("f8E4M3FN", "f32")
     a = np.arange(4, dtype=np.float32).reshape(2, 2)
     np.testing.assert_array_equal(xm.compile(imported(ok))(a, a), a @ a)
 
@@ -480,3 +481,38 @@ def test_dynamic_ops_with_static_results():
     np.testing.assert_array_equal(r, x.reshape(2, 3))
     np.testing.assert_array_equal(i, np.arange(4))
     np.testing.assert_array_equal(bc, np.broadcast_to(x, (2, 6)))
+
+
+def test_composite_is_imported_as_a_composite_call_that_keeps_its_name():
+    text = """
+    func.func @main(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>) {
+      %d, %s = stablehlo.composite "my.double_and_sum" %x {
+          composite_attributes = {n = 1 : i32, scale = 2.0 : f32},
+          decomposition = @double_and_sum, version = 3 : i32}
+        : (tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>)
+      %plain = stablehlo.composite "my.plain" %d {decomposition = @inner}
+        : (tensor<3xf32>) -> tensor<3xf32>
+      return %plain, %s : tensor<3xf32>, tensor<f32>
+    }
+    func.func private @double_and_sum(%a: tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>) {
+      %0 = stablehlo.add %a, %a : tensor<3xf32>
+      %z = stablehlo.constant dense<0.0> : tensor<f32>
+      %1 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0]
+        : (tensor<3xf32>, tensor<f32>) -> tensor<f32>
+      return %0, %1 : tensor<3xf32>, tensor<f32>
+    }
+    func.func private @inner(%a: tensor<3xf32>) -> tensor<3xf32> {
+      %0 = stablehlo.negate %a : tensor<3xf32>
+      return %0 : tensor<3xf32>
+    }"""
+    comp = imported(text)
+    x = np.float32([1, -2, 4.5])
+    plain, total = run(comp, x)
+    np.testing.assert_array_equal(plain, -2 * x)
+    assert total == np.float32(3.5)
+    mlir = comp.as_mlir_text()
+    assert mlir.count("xhlo.composite_call") == 2
+    hlo = comp.as_hlo_text()
+    assert 'composite.name="my.double_and_sum"' in hlo and 'composite.version="3"' in hlo
+    assert "composite.attributes={n = 1 : i32, scale = 2.000000e+00 : f32}" in hlo
+    assert 'composite.name="my.plain"' in hlo and 'composite.version="0"' in hlo

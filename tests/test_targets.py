@@ -134,6 +134,65 @@ def test_f32_programs_same_bits_on_every_target(target: str) -> None:
     np.testing.assert_allclose(got[0], np.maximum(a @ w, 0), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_batched_dot_same_bits_on_every_target(target: str) -> None:
+    # The batched schedule's register tiles differ per target (8 x 32 with AVX-512, 6 x 16
+    # else); every element is still one fma chain over k in order, so the bits agree. The
+    # second product is an attention-shaped [B,H,S,D] x [B,H,S,D] contracting D, N = 70 off
+    # the panel widths; the third a matrix-vector product (its sums in vector lanes).
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 40, 144), dtype=np.float32)
+    y = rng.standard_normal((3, 144, 72), dtype=np.float32)
+    q = rng.standard_normal((2, 2, 48, 64), dtype=np.float32)
+    k = rng.standard_normal((2, 2, 70, 64), dtype=np.float32)
+    b = xm.XlaBuilder("bdot")
+    px, py, pq, pk = (b.parameter(i, xm.Shape.array(xm.F32, a.shape)) for i, a in enumerate((x, y, q, k)))
+    products = [b.dot_general(px, py, xm.DotDimensionNumbers((2,), (1,), (0,), (0,))),
+                b.dot_general(pq, pk, xm.DotDimensionNumbers((3,), (3,), (0, 1), (0, 1))),
+                b.dot_general(px, b.reshape(b.slice(py, (0, 0, 0), (1, 144, 1)), (144,)),
+                              xm.DotDimensionNumbers((2,), (0,), (), ()))]
+    comp = b.build(products)
+    host = xm.compile(comp)(x, y, q, k)
+    got = xm.compile(comp, target_cpu=target)(x, y, q, k)
+    for g, h in zip(got, host):
+        np.testing.assert_array_equal(_bits(g), _bits(h), err_msg=target)
+    np.testing.assert_allclose(got[0], x.astype(np.float64) @ y, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[1], np.einsum("bhsd,bhtd->bhst", q.astype(np.float64), k),
+                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[2], x.astype(np.float64) @ y[0, :, 0], rtol=1e-4, atol=1e-4)
+
+
+def _strided_conv_and_max_pool() -> xm.XlaComputation:
+    """A 3x3/2 NCHW convolution (stride phases on the scheduled NHWC kernel, vector-tile
+    transposes) and a padded 3x3/2 max-pool (vector window loops), in one program."""
+    b = xm.XlaBuilder("conv_pool")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (2, 64, 17, 15)))
+    k = b.parameter(1, xm.Shape.array(xm.F32, (48, 64, 3, 3)))
+    y = b.parameter(2, xm.Shape.array(xm.F32, (2, 9, 11, 40)))
+    conv = b.conv_general_dilated(x, k, (2, 2), [(1, 1), (1, 1)], dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    pool = b.reduce_window(y, b.constant(np.float32(-np.inf)), lambda a, v: a.builder.max(a, v),
+                           [1, 3, 3, 1], [1, 2, 2, 1], padding=[(0, 0), (1, 1), (0, 1), (0, 0)])
+    return b.build([conv, pool])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_strided_conv_and_max_pool_same_bits_on_every_target(target: str) -> None:
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 64, 17, 15), dtype=np.float32)
+    k = rng.standard_normal((48, 64, 3, 3), dtype=np.float32)
+    y = rng.standard_normal((2, 9, 11, 40), dtype=np.float32)
+    y.reshape(-1)[rng.choice(y.size, 60, replace=False)] = np.array(
+        [np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf], np.float32).repeat(10)
+    comp = _strided_conv_and_max_pool()
+    host = xm.compile(comp)(x, k, y)
+    got = xm.compile(comp, target_cpu=target)(x, k, y)
+    for g, h in zip(got, host):
+        np.testing.assert_array_equal(_bits(g), _bits(h), err_msg=target)
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))[:, :, ::2, ::2]
+    np.testing.assert_allclose(got[0], np.einsum("ncyxij,ocij->noyx", windows, k), rtol=1e-4, atol=1e-3)
+
+
 def _disassemble(exe: xm.Executable, tmp_path: Path) -> str:
     objdump = shutil.which("llvm-objdump") or shutil.which("objdump")
     if objdump is None:

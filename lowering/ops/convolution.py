@@ -10,6 +10,12 @@ Steps:
    constant zero tensor, then a `tensor.extract_slice` for what negative
    padding removes. After this step only strides and rhs dilation remain.
 3. Convolve `P` with the kernel into a zero-filled accumulator:
+   - a 2-D f32-accumulated convolution without groups or dilations, large enough
+     for the "tiled" stage's schedule, in any other layout or with strides:
+     `_nhwc` (step 3a') makes it stride-1 `conv_2d_nhwc_hwcf`s (the scheduled
+     form) on an NHWC copy of lhs, one per stride phase, and transposes the sum
+     back (lowering/ops/transpose_tiles.py); it pads per phase itself, so this
+     path starts from lhs rather than P;
    - a named op where the layouts fit and every stride is 1:
      `conv_{1,2,3}d_n..c_..cf` / `conv_2d_nhwc_fhwc` / `conv_{1,2,3}d_nc.._fc..`
      without groups; `depthwise_conv_*` (channel multiplier and plain forms);
@@ -47,6 +53,7 @@ from ...dialect.shape import Shape
 from ..patterns.framework import OpView, lowers, signless_type
 from ..scalar import conversion
 from ..scalar.arithmetic import Elem
+from . import transpose_tiles
 from .dot import accumulation_type, multiply_add
 from .elementwise import generic
 
@@ -366,6 +373,111 @@ def _named(c: _Conv, padded: ir.Value, rhs: ir.Value, t: PrimitiveType) -> ir.Va
     return None
 
 
+# -- step 3a': big 2-D f32 convolutions as stride-1 NHWC/HWIO convolutions -------------------------
+
+# The flops from which the "tiled" stage schedules a conv_2d_nhwc_hwcf (its MIN_FLOPS,
+# lowering/passes/schedules.py, which ops/ may not import): below, the relayout costs more
+# than it saves and each phase's convolution would add compile time.
+SCHEDULED_MIN_FLOPS = 2 * 64**3
+
+
+def _phase_range(start: int, count: int, stride: int, low: int, size: int) -> tuple[int, int]:
+    """(first, number) of the positions q in [0, count) whose lhs row `start + stride * q -
+    low` lies in [0, size): the rows a phase reads from lhs, the others being padding."""
+    first = max(0, -((start - low) // stride))  # ceil((low - start) / stride), at least 0
+    last = min(count - 1, (size - 1 + low - start) // stride)
+    return first, max(0, last - first + 1)
+
+
+def _nhwc(c: _Conv, lhs: ir.Value, rhs: ir.Value, t: PrimitiveType) -> ir.Value | None:
+    """The convolution as stride-1 `conv_2d_nhwc_hwcf`s, the form the "tiled" stage schedules
+    (register-tiled and vectorized); None when it does not apply.
+
+    Other layouts are transposed to NHWC/HWIO and the result back (copies of the operands,
+    small next to the convolution's work). A stride s splits the window into phases: along
+    each spatial dimension the taps w = p, p + s, ... read rows p + s * y' of the padded
+    input, so phase p is a stride-1 convolution of those rows (a strided copy, padded with
+    zeros where P is padding) with the kernel's taps p::s. The phases' results are added,
+    which sums exactly the products the strided window sums (no zero tap is added: 0 * inf
+    would be NaN).
+    """
+    if (t != P.F32 or c.n != 2 or c.groups != 1 or c.batch_groups != 1
+            or c.rhs_dilation != (1, 1) or c.lhs_dilation != (1, 1)):
+        return None
+    strides = [c.stride(k) for k in range(2)]
+    if c.lhs_layout == c.out_layout == "N01C" and c.rhs_layout == "01IO" and strides == [1, 1]:
+        return None  # the named path is this form already
+    d = c.d
+    n, features = c.lhs.dimensions[d.input_batch_dimension], c.lhs.dimensions[d.input_feature_dimension]
+    kernel_out = c.rhs.dimensions[d.kernel_output_feature_dimension]
+    window = [c.rhs.dimensions[dim] for dim in d.kernel_spatial_dimensions]
+    size = [c.lhs.dimensions[dim] for dim in d.input_spatial_dimensions]
+    out_size = [c.out.dimensions[dim] for dim in d.output_spatial_dimensions]
+    # Every phase large enough to be scheduled (the one with the fewest taps decides).
+    fewest = [-(-(window[k] - min(strides[k], window[k]) + 1) // strides[k]) for k in range(2)]
+    if 2 * c.out.numel * fewest[0] * fewest[1] * features < SCHEDULED_MIN_FLOPS:
+        return None
+    x = _relayout(lhs, c.lhs.dimensions, [c.lhs_layout.index(ch) for ch in "N01C"])
+    kernel = _kernel_as(rhs, c, "01IO")
+    k_dims = _dims_as(c, "01IO")
+    out_dims = [n, *out_size, kernel_out]
+    phases: list[ir.Value] = []
+    for py in range(min(strides[0], window[0])):
+        for px in range(min(strides[1], window[1])):
+            start = (py, px)
+            taps = [-(-(window[k] - start[k]) // strides[k]) for k in range(2)]
+            rows = [out_size[k] + taps[k] - 1 for k in range(2)]
+            q_dims = [n, *rows, features]
+            ranges = [_phase_range(start[k], rows[k], strides[k], c.padding[k][0], size[k]) for k in range(2)]
+            offsets = [0, *(start[k] + strides[k] * ranges[k][0] - c.padding[k][0] for k in range(2)), 0]
+            counts = [n, ranges[0][1], ranges[1][1], features]
+            if counts == q_dims:  # no padding read: a view of x
+                q = tensor.ExtractSliceOp(_tensor_type(q_dims, t), x, [], [], [], offsets, q_dims,
+                                          [1, *strides, 1]).result
+                if strides != [1, 1]:
+                    # Copied: the scheduled convolution reading a strided view took ~1.7x
+                    # the JIT time (and a contiguous input is read faster).
+                    empty = tensor.EmptyOp(q_dims, _tensor_type(q_dims, t).element_type).result
+                    q = _value(linalg.copy(q, outs=[empty]))
+            else:
+                q = _zero_block(q_dims, t)
+                if min(counts) > 0:
+                    rows_read = tensor.ExtractSliceOp(_tensor_type(counts, t), x, [], [], [], offsets,
+                                                      counts, [1, *strides, 1]).result
+                    q = tensor.InsertSliceOp(rows_read, q, [], [], [], [0, ranges[0][0], ranges[1][0], 0],
+                                             counts, [1, 1, 1, 1]).result
+            taps_dims = [taps[0], taps[1], k_dims[2], k_dims[3]]
+            k = tensor.ExtractSliceOp(_tensor_type(taps_dims, t), kernel, [], [], [], [py, px, 0, 0],
+                                      taps_dims, [*strides, 1, 1]).result
+            phases.append(_value(linalg.conv_2d_nhwc_hwcf(q, k, outs=[_zeros(out_dims, t)],
+                                                          strides=[1, 1], dilations=[1, 1])))
+    total = phases[0] if len(phases) == 1 else _sum(phases, out_dims, t)
+    return _relayout(total, out_dims, ["N01C".index(ch) for ch in c.out_layout])
+
+
+def _sum(parts: list[ir.Value], dims: list[int], t: PrimitiveType) -> ir.Value:
+    """The elementwise sum of `parts`, added in order."""
+    rank = len(dims)
+    identity = ir.AffineMap.get_identity(rank)
+    init = tensor.EmptyOp(list(dims), _tensor_type(dims, t).element_type).result
+    op = linalg.GenericOp_(parts, [init], [identity] * (len(parts) + 1), ["parallel"] * rank)
+    block = op.regions[0].blocks[0]
+    with ir.InsertionPoint(block):
+        total = block.arguments[0]
+        for part in block.arguments[1:len(parts)]:
+            total = arith.addf(total, part)
+        linalg.YieldOp([total])
+    return op.results[0]
+
+
+def _relayout(value: ir.Value, dims: Sequence[int], permutation: Sequence[int]) -> ir.Value:
+    """`value` transposed, by tiles of vectors where that applies (ops/transpose_tiles.py)."""
+    element = ir.RankedTensorType(value.type).element_type
+    if transpose_tiles.applies(dims, permutation, element):
+        return transpose_tiles.transpose_tiles(value, dims, permutation)
+    return _transpose(value, dims, permutation)
+
+
 # -- step 3b: the general linalg.generic ---------------------------------------------------------------
 
 def _split(dims: Sequence[int], dim: int, parts: tuple[int, int]) -> list[int]:
@@ -464,6 +576,9 @@ def lower_convolution(v: OpView) -> ir.Value:
         return tensor.EmptyOp(list(out.dimensions), ir.RankedTensorType(v.result_type).element_type).result
     lhs = _convert(v.args["lhs"], c.lhs, acc)
     rhs = _convert(v.args["rhs"], c.rhs, acc)
+    result = _nhwc(c, lhs, rhs, acc)
+    if result is not None:
+        return _convert(result, out.with_element_type(acc), out.element_type)
     padded = _padded_input(c, lhs, acc)
     result = _named(c, padded, rhs, acc)
     if result is None:

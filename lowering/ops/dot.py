@@ -12,7 +12,8 @@ pred's one-byte storage (0/1 bytes; bitwise and/or keep them 0/1).
 
 Named ops where the layout is the standard one (`linalg.matmul`,
 `linalg.batch_matmul` with one leading batch dimension, `linalg.matvec`,
-`linalg.vecmat`, `linalg.dot`); anything else is a linalg.generic whose
+`linalg.vecmat`, `linalg.dot`); a matrix-vector product along A's minor dimension
+sums in vector lanes (`dot_lanes`); anything else is a linalg.generic whose
 indexing maps place every operand dimension directly, so no transpose is
 materialised. Imports `dialect` and the lowering modules.
 """
@@ -31,6 +32,7 @@ from ...dialect.shape import Shape
 from ..patterns.framework import OpView, lowers, signless_type
 from ..scalar import conversion
 from ..scalar.arithmetic import Elem
+from . import dot_lanes
 from .elementwise import generic
 
 P = PrimitiveType
@@ -143,7 +145,11 @@ def lower_dot_general(v: OpView) -> ir.Value:
     init = _zero_filled(out, acc)
     # Named ops multiply-add; a pred dot is or-of-ands, so it always takes the generic.
     named = None if acc == P.PRED else _named_contraction(d, lhs_shape.rank, rhs_shape.rank)
-    if named is not None:
+    if dot_lanes.applies(d, lhs_shape.rank, rhs_shape.rank, rhs_shape.dimensions[0] if rhs_shape.rank else 0,
+                         acc):
+        add = arith.addf if acc.is_floating else arith.addi
+        result = dot_lanes.lane_dot(lhs, rhs, _zero(acc), multiply_add(acc), add)
+    elif named is not None:
         result = named(lhs, rhs, outs=[init])
     else:
         result = _generic_contraction(d, lhs, rhs, lhs_shape, rhs_shape, init, acc)

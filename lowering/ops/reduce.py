@@ -22,7 +22,10 @@ bodies swap the two halves.
   dilation holes reading as the init values (an identity, so holes are
   ignored). A window of one cell is an all-parallel loop nest reading its
   filled outputs once (lowering/passes/parallel_outputs.py makes that safe to
-  fuse).
+  fuse). Pooling (the minor dimension outside the window, one add / multiply /
+  max / min) is vector loops along that dimension instead
+  (lowering/ops/window_vectors.py), and a prefix scan is a running fold
+  (lowering/ops/window_scan.py).
 - select_and_scatter: a `linalg.generic` picks, for every source position,
   the window element `select` prefers (visiting the window in lexicographic
   order, the earlier candidate first, skipping padding as XLA:CPU does); an
@@ -48,6 +51,7 @@ from ..patterns.computations import apply_computation, current_library
 from ..patterns.framework import OpView, lowers
 from ..scalar.arithmetic import Elem
 from ..scalar.storage import from_storage, to_storage
+from . import window_vectors
 from .window_scan import scan, scan_axis
 
 
@@ -400,6 +404,13 @@ def lower_reduce_window(v: OpView) -> list[ir.Value]:
                      a["window_dilations"], a["padding"])
     if axis is not None and not any(s.element_type.is_complex for s in v.shapes["inputs"]):
         return scan(inputs, init_scalars, dims, axis, symbol, window_loops)  # cumsum & co
+    if len(inputs) == 1 and window_vectors.applies(
+            v.shapes["inputs"][0].element_type, dims, a["window_dimensions"], a["window_strides"],
+            a["base_dilations"], a["window_dilations"], a["padding"], symbol):
+        return [window_vectors.reduce_window(inputs[0], init_scalars[0], v.shapes["inputs"][0].element_type,
+                                             dims, v.result_shapes[0].dimensions, a["window_dimensions"],
+                                             a["window_strides"], a["window_dilations"], a["padding"],
+                                             symbol)]
     return window_loops()
 
 

@@ -1,0 +1,82 @@
+"""The sub-byte integers (s2, s4, u2, u4) and the narrow floats (f8e5m2, f8e4m3fn, ...,
+f4e2m1fn, f8e8m0fnu) at the numpy boundary: parameters, results, constants, shapes and
+their texts. Every bit pattern of every type goes through unchanged."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import xlamlir as xm
+
+sys.path.insert(0, os.path.dirname(__file__))
+from narrow_support import NARROW, P, all_bits, bits_of, compile_checked, run  # noqa: E402
+
+
+@pytest.mark.parametrize("t", NARROW, ids=str)
+def test_parameter_to_result_keeps_every_bit_pattern(t: xm.PrimitiveType) -> None:
+    x = all_bits(t).reshape(-1, 2)
+    out = run(lambda b, p: p, [x])
+    assert out.dtype == xm.dtype_of(t) and out.shape == x.shape
+    np.testing.assert_array_equal(bits_of(out), bits_of(x))
+
+
+@pytest.mark.parametrize("t", NARROW, ids=str)
+def test_constant_keeps_every_bit_pattern(t: xm.PrimitiveType) -> None:
+    x = all_bits(t)
+    for data in (x, x[3:4].reshape(()), np.broadcast_to(x[-1], (3, 7)), x[:0]):
+        b = xm.XlaBuilder("c")
+        data = np.array(data)  # a copy, C-contiguous (ascontiguousarray makes rank 0 rank 1)
+        out = compile_checked(b.build(b.constant(data)))()
+        assert out.dtype == xm.dtype_of(t) and out.shape == data.shape
+        np.testing.assert_array_equal(bits_of(out), bits_of(data))
+
+
+@pytest.mark.parametrize("t", NARROW, ids=str)
+def test_large_constant_and_tuple_of_parameters(t: xm.PrimitiveType) -> None:
+    # A constant large enough for MLIR's hex form, next to a parameter in a tuple result.
+    big = np.resize(all_bits(t), 300)
+    x = all_bits(t)[::-1].copy()
+    out = run(lambda b, p: b.tuple([b.constant(big), p]), [x])
+    np.testing.assert_array_equal(bits_of(out[0]), bits_of(big))
+    np.testing.assert_array_equal(bits_of(out[1]), bits_of(x))
+
+
+def test_non_canonical_storage_reads_as_ml_dtypes_reads_it() -> None:
+    # ml_dtypes reads only the low bits of an int4 byte; so does a computation.
+    x = np.array([0x3F, 0xF1, 0x08], np.uint8).view(ml_dtypes.int4)
+    out = run(lambda b, p: b.tuple([p, b.convert_element_type(p, xm.S8)]), [x])
+    np.testing.assert_array_equal(out[1], x.astype(np.int8))
+
+
+def test_shape_texts() -> None:
+    assert str(xm.Shape.array(P.S4, (2, 3))) == "s4[2,3]"
+    assert str(xm.Shape.array(P.F8E5M2, (4,))) == "f8e5m2[4]"
+    assert str(xm.Shape.array(P.F8E4M3FN, ())) == "f8e4m3fn[]"
+    for t in NARROW:
+        s = xm.Shape.array(t, (2, 1))
+        assert xm.Shape.parse(str(s)) == s
+
+
+def test_hlo_text_prints_types_and_literals() -> None:
+    b = xm.XlaBuilder("c")
+    f8 = b.constant(np.array([1.5, -2, np.nan, 0], ml_dtypes.float8_e4m3fn))
+    s4 = b.constant(np.array([1, -2, 7], ml_dtypes.int4))
+    f4 = b.constant(np.array(2, ml_dtypes.float4_e2m1fn))
+    p = b.parameter(0, xm.Shape.array(P.U2, (3,)))
+    text = b.build(b.tuple([f8, s4, f4, p])).as_hlo_text()
+    assert "f8e4m3fn[4]{0} constant({1.5, -2, nan, 0})" in text
+    assert "s4[3]{0} constant({1, -2, 7})" in text
+    assert "f4e2m1fn[] constant(2)" in text
+    assert "u2[3]{0} parameter(0)" in text
+
+
+def test_wrong_dtype_argument_is_rejected() -> None:
+    b = xm.XlaBuilder("t")
+    exe = xm.compile(b.build(b.parameter(0, xm.Shape.array(P.S4, (2,)))))
+    with pytest.raises((xm.ShapeError, xm.ArgumentError)):
+        exe(np.zeros(2, np.int8))
