@@ -266,3 +266,15 @@ def test_reference_conversions_agree_with_xla(name: str) -> None:
     for wide in (np.float32, np.float64):
         got = np.asarray(jax.jit(lambda a, w=wide: jax.lax.convert_element_type(a, w))(bits))
         _same_values(ref.convert(bits, np.dtype(wide).name.replace("float", "f")), got, f"{name} -> {wide}")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_complex_both_ways(name: str) -> None:
+    x = all_bits(xm.type_of(name))
+    for c in ("c64", "c128"):
+        out = _convert(x, c)
+        expected = ref.convert(x, c)
+        _same_values(out.real, expected.real, f"{name} -> {c} (real)")
+        assert (out.imag == 0).all()
+        z = ref.values(c, 80, seed=4)
+        _same_bits(_convert(z, name), ref.convert(z, name), z, f"{c} -> {name}")
