@@ -1,6 +1,7 @@
-"""Large 2-D convolutions in other layouts or with strides as stride-1 NHWC convolutions
-(lowering/ops/convolution.py `_nhwc`): one `conv_2d_nhwc_hwcf` per stride phase on an NHWC
-copy of lhs, the sum transposed back.
+"""Large 2-D convolutions in other layouts, with strides or kernel dilations as stride-1
+NHWC convolutions (lowering/ops/convolution.py `_nhwc`): one `conv_2d_nhwc_hwcf` per
+phase on an NHWC copy of lhs, stride phases added, dilation phases placed, the result
+transposed back.
 
 The shapes are just large enough for the path (every phase at least SCHEDULED_MIN_FLOPS),
 so the "tiled" stage schedules every phase as it does in real programs. Inputs are small
@@ -33,6 +34,12 @@ CASES = {
                                  ("NHWC", "HWIO", "NCHW")),
     "other layouts": ((17, 2, 64, 13), (3, 24, 64, 3), (2, 1), ((1, 0), (0, 1)),
                       ("HNCW", "HOIW", "WCNH")),
+    # kernel dilations: the outputs split into phases (then placed), alone or with a
+    # stride along the other dimension
+    "3x3 dilated 2 NHWC": ((2, 13, 14, 64), (3, 3, 64, 48), (1, 1), ((2, 2), (1, 3)), NHWC, (2, 2)),
+    "dilated (3, 1), stride (1, 2) NCHW": ((2, 64, 17, 19), (40, 64, 3, 3), (1, 2), ((3, 1), (1, 1)),
+                                           NCHW, (3, 1)),
+    "dilation 4 > 3 output rows": ((2, 64, 7, 13), (40, 64, 2, 3), (1, 1), ((0, 0), (1, 1)), NCHW, (4, 1)),
 }
 
 
@@ -45,12 +52,13 @@ def _scheduled(comp: xm.XlaComputation) -> bool:
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_against_reference(name: str) -> None:
-    ls, rs, strides, padding, dn = CASES[name]
+    ls, rs, strides, padding, dn, *dilation = CASES[name]
     lhs, rhs = data(ls, seed=1), data(rs, seed=2)
-    comp = build_conv(lhs, rhs, strides, padding, dimension_numbers=dn)
+    kwargs = dict(dimension_numbers=dn, rhs_dilation=dilation[0] if dilation else None)
+    comp = build_conv(lhs, rhs, strides, padding, **kwargs)
     assert "conv_2d_nhwc_hwcf" in stage_text(comp, "linalg") and _scheduled(comp)
     got = xm.compile(comp)(lhs, rhs)
-    assert_same(got, reference_conv(lhs, rhs, strides, padding, dimension_numbers=dn))
+    assert_same(got, reference_conv(lhs, rhs, strides, padding, **kwargs))
 
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16], ids=["f16", "bf16"])
@@ -99,7 +107,7 @@ def test_ir_phases_of_a_strided_nchw_convolution() -> None:
     # results added in order and transposed back to NCHW.
     check_ir(stage_text(comp, "linalg"), """
         CHECK-NOT: floordiv
-        CHECK: vector.transpose {{.*}} : vector<8x8xf32> to vector<8x8xf32>
+        CHECK: vector.shuffle
         CHECK: tensor.extract_slice %{{.*}}[0, 1, 1, 0] [2, 8, 7, 64] [1, 2, 2, 1]
         CHECK: tensor.insert_slice {{.*}} into %{{.*}}[0, 1, 1, 0] [2, 8, 7, 64] [1, 1, 1, 1]
         CHECK: tensor.extract_slice %{{.*}}[0, 0, 0, 0] [2, 2, 64, 48] [2, 2, 1, 1]
@@ -110,10 +118,35 @@ def test_ir_phases_of_a_strided_nchw_convolution() -> None:
         CHECK: linalg.conv_2d_nhwc_hwcf {{.*}} tensor<1x1x64x48xf32>
         CHECK: linalg.generic
         CHECK-COUNT-3: arith.addf
-        CHECK: vector.transpose
+        CHECK: vector.shuffle
         CHECK-NOT: linalg.transpose {{.*}} tensor<2x9x8x48xf32>
     """)
     assert _scheduled(comp)
+
+
+def test_ir_dilation_phases_are_placed() -> None:
+    ls, rs, strides, padding, dn, dilation = CASES["3x3 dilated 2 NHWC"]
+    comp = build_conv(data(ls), data(rs), strides, padding, dimension_numbers=dn, rhs_dilation=dilation)
+    # Output rows and columns of each parity: a stride-1 convolution with the whole kernel
+    # over the input rows and columns of that parity, inserted with stride 2; no sum.
+    check_ir(stage_text(comp, "linalg"), """
+        CHECK-NOT: arith.addf
+        CHECK-COUNT-4: linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1>
+        CHECK: tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 7, 7, 48] [1, 2, 2, 1]
+        CHECK: tensor.insert_slice {{.*}}[0, 0, 1, 0] [2, 7, 7, 48] [1, 2, 2, 1]
+        CHECK: tensor.insert_slice {{.*}}[0, 1, 0, 0] [2, 6, 7, 48] [1, 2, 2, 1]
+        CHECK: tensor.insert_slice {{.*}}[0, 1, 1, 0] [2, 6, 7, 48] [1, 2, 2, 1]
+        CHECK-NOT: linalg.conv
+    """)
+
+
+def test_stride_and_dilation_in_one_dimension_keep_the_generic() -> None:
+    comp = build_conv(data((2, 13, 14, 64)), data((3, 3, 64, 48)), (2, 1), ((2, 2), (1, 1)),
+                      dimension_numbers=NHWC, rhs_dilation=(2, 1))
+    check_ir(stage_text(comp, "linalg"), """
+        CHECK-NOT: conv_2d_nhwc_hwcf
+        CHECK: linalg.generic
+    """)
 
 
 def test_small_convolutions_keep_the_named_ops() -> None:

@@ -8,6 +8,8 @@ reference, including depths the split does not apply to.
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -76,6 +78,34 @@ def test_matches_reference(dtype: np.dtype, lhs_dims: tuple[int, ...]) -> None:
     expected = a.astype(np.float64) @ x.astype(np.float64)
     tol = {np.float32: 1e-5, np.float64: 1e-12}.get(dtype.type, 1e-2)
     np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * 10)
+
+
+# (lhs, rhs, dimension numbers, numpy's einsum): batched matrix-vector products, the
+# vector on either side.
+BATCHED = [
+    ((2, 3, 40, 64), (2, 3, 64), xm.DotDimensionNumbers((3,), (2,), (0, 1), (0, 1)), "bhmk,bhk->bhm"),
+    ((2, 3, 64), (2, 3, 48, 64), xm.DotDimensionNumbers((2,), (3,), (0, 1), (0, 1)), "bhk,bhsk->bhs"),
+    ((4, 128), (128,), xm.DotDimensionNumbers((1,), (0,)), "mk,k->m"),
+    ((128,), (5, 128), xm.DotDimensionNumbers((0,), (1,)), "k,nk->n"),
+    ((6, 80), (6, 80), xm.DotDimensionNumbers((1,), (1,), (0,), (0,)), "bk,bk->b"),
+]
+
+
+@pytest.mark.parametrize("lhs, rhs, dims, spec", BATCHED)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_batched_and_vector_lhs_products(lhs: tuple[int, ...], rhs: tuple[int, ...],
+                                         dims: xm.DotDimensionNumbers, spec: str, dtype: np.dtype) -> None:
+    b = xm.XlaBuilder("bmv")
+    x_param, y_param = b.parameter(0, xm.Shape.array(dtype, lhs)), b.parameter(1, xm.Shape.array(dtype, rhs))
+    b.dot_general(x_param, y_param, dims)
+    exe = xm.compile(b.build())
+    # Split in lanes: the chunk loop a reduction, the 16 lanes parallel and innermost.
+    assert re.search(r'iterator_types = \[("parallel", )*"reduction", "parallel"\]', exe.stages["linalg"])
+    rng = np.random.default_rng(9)
+    x = rng.integers(-50, 50, lhs).astype(dtype)
+    y = rng.integers(-50, 50, rhs).astype(dtype)
+    expected = np.einsum(spec, x.astype(np.int64), y.astype(np.int64))
+    np.testing.assert_array_equal(exe(x, y), expected.astype(dtype))  # small integers: exact sums
 
 
 def test_special_values_propagate() -> None:

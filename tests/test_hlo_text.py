@@ -287,6 +287,13 @@ def _other_programs() -> dict[str, Callable[[xm.XlaBuilder], object]]:
         "create_token": lambda b: b.create_token(),
         "custom_call": lambda b: b.custom_call("my_target", [P(b, 0, v)], v, opaque="cfg"),
         "dot_general": lambda b: b.dot(P(b, 0, m), P(b, 1, m)),
+        "composite_call": lambda b: b.composite_call(lambda x: x * 2, [P(b, 0, v)], "my.double",
+                                                     "{k = 1 : i32}", 1),
+        "scan": lambda b: b.scan([P(b, 0, v)], [P(b, 1, arr(F32))],
+                                 lambda x, c: (x + c, x + c), 0),
+        "ragged_all_to_all": lambda b: b.ragged_all_to_all(
+            P(b, 0, v), P(b, 1, arr(xm.S32, 1)), P(b, 2, arr(xm.S32, 1)), P(b, 3, v),
+            P(b, 4, arr(xm.S32, 1)), P(b, 5, arr(xm.S32, 1))),
         "ragged_dot": lambda b: b.ragged_dot(
             P(b, 0, m), P(b, 1, arr(F32, 2, 3, 4)), P(b, 2, arr(xm.S32, 2)),
             xm.RaggedDotDimensionNumbers(xm.DotDimensionNumbers((1,), (1,)), (0,), (0,))),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 from conftest import run
@@ -242,16 +243,38 @@ def test_op_without_counterpart_names_op_and_location():
         imported(nested)  # the op inside the region is named, not the if
 
 
-def test_unsupported_types_are_refused():
-    f8 = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf8E4M3FN> {
+def test_narrow_types_import():
+    f8 = """func.func @main(%x: tensor<4xf32>, %y: tensor<4xi4>) -> (tensor<4xf8E4M3FN>, tensor<2xi8>) {
       %0 = stablehlo.convert %x : (tensor<4xf32>) -> tensor<4xf8E4M3FN>
-      return %0 : tensor<4xf8E4M3FN>
+      %c = stablehlo.constant dense<[0.5, -2.0, 448.0, 1.0]> : tensor<4xf8E4M3FN>
+      %1 = stablehlo.add %0, %c : tensor<4xf8E4M3FN>
+      %k = stablehlo.constant dense<[1, -2, 7, -8]> : tensor<4xi4>
+      %2 = stablehlo.multiply %y, %k : tensor<4xi4>
+      %3 = stablehlo.reshape %2 : (tensor<4xi4>) -> tensor<2x2xi4>
+      %4 = stablehlo.bitcast_convert %3 : (tensor<2x2xi4>) -> tensor<2xi8>
+      return %1, %4 : tensor<4xf8E4M3FN>, tensor<2xi8>
     }"""
-    with pytest.raises(xm.CompileError, match=r"stablehlo\.convert at <input>:2:\d+: element type f8E4M3FN"):
-        imported(f8)
-    i4 = "func.func @main(%x: tensor<4xi4>) -> tensor<4xi4> {\n  return %x : tensor<4xi4>\n}"
-    with pytest.raises(xm.CompileError, match=r"parameter 0 of @main .*i4"):
-        imported(i4)
+    comp = imported(f8)
+    x = np.array([1.0, 3.0, 100.0, -1.0], np.float32)
+    y = np.array([3, 3, -1, 1], ml_dtypes.int4)
+    f, packed = xm.compile(comp)(x, y)
+    assert f.dtype == ml_dtypes.float8_e4m3fn
+    # 100 -> 96 (a tie, to even); 96 + 448 = 544 is past e4m3fn's largest, 448: NaN (no inf).
+    assert f.astype(np.float32)[[0, 1, 3]].tolist() == [1.5, 1.0, 0.0] and np.isnan(float(f[2]))
+    # s4 products 3, -6, -7, -8 wrap in 4 bits; packed two per byte, element 0 in the low bits.
+    assert packed.tolist() == [np.int8(np.uint8(0xA3)), np.int8(np.uint8(0x89))]
+
+
+def test_unsupported_types_are_refused():
+    f6 = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf6E2M3FN> {
+      %0 = stablehlo.convert %x : (tensor<4xf32>) -> tensor<4xf6E2M3FN>
+      return %0 : tensor<4xf6E2M3FN>
+    }"""
+    with pytest.raises(xm.CompileError, match=r"stablehlo\.convert at <input>:2:\d+: element type f6E2M3FN"):
+        imported(f6)
+    i3 = "func.func @main(%x: tensor<4xi3>) -> tensor<4xi3> {\n  return %x : tensor<4xi3>\n}"
+    with pytest.raises(xm.CompileError, match=r"parameter 0 of @main .*i3"):
+        imported(i3)
 
 
 def test_dynamic_shapes_that_stay_dynamic_are_refused():

@@ -285,3 +285,10 @@ def test_matches_jax_on_cpu(case):
     imported = xm.import_stablehlo(text)
     assert imported.as_mlir_text().count("xhlo.ragged_dot") == 1
     np.testing.assert_array_equal(run(imported, lhs, rhs, gs), want)
+
+
+def test_f8_operands_with_an_f32_result():
+    """f8 inputs (small integers: exact) accumulate in the f32 result."""
+    f8 = np.dtype(ml_dtypes.float8_e4m3fn)
+    check(data((7, 3), f8, 1), data((3, 3, 4), f8, 2), np.array([2, 1, 3], np.int32), MK_GKN,
+          preferred=np.float32)

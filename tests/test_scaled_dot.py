@@ -124,3 +124,22 @@ def test_standard_layouts_are_named_contractions():
     assert "linalg.batch_matmul" in stages((2, 4, 8), (2, 4, 2), (2, 8, 3), (2, 2, 3), batched)
     text = stages((8, 4), (2, 4), (8, 3), (2, 3), DN((0,), (0,)))
     assert "matmul" not in text and "linalg.generic" in text
+
+
+@pytest.mark.parametrize("dtype, scale_dtype, block", [
+    (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e8m0fnu, 32),  # MXFP8
+    (ml_dtypes.float8_e5m2, ml_dtypes.float8_e8m0fnu, 32),
+    (ml_dtypes.float4_e2m1fn, ml_dtypes.float8_e4m3fn, 16),  # NVFP4
+], ids=["mxfp8-e4m3", "mxfp8-e5m2", "nvfp4"])
+def test_narrow_float_operands_with_block_scales(dtype, scale_dtype, block):
+    """ScaledDot's natural types: every narrow float and every power-of-two scale is exact in
+    f32, and so is each product; the f32 sums are compared with a tolerance."""
+    rng = np.random.default_rng(0)
+    lhs = rng.standard_normal((4, 64)).astype(dtype)
+    rhs = rng.standard_normal((64, 3)).astype(dtype)
+    lhs_scale = np.exp2(rng.integers(-3, 4, (4, 64 // block))).astype(scale_dtype)
+    rhs_scale = np.exp2(rng.integers(-3, 4, (64 // block, 3))).astype(scale_dtype)
+    got = run(scaled(MATMUL, np.float32), lhs, lhs_scale, rhs, rhs_scale)
+    want = reference._scaled_dot(lhs, lhs_scale, rhs, rhs_scale, MATMUL.as_dict(), np.dtype(np.float32))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6 * np.abs(want).max())

@@ -335,3 +335,49 @@ def _convert_program(src: np.dtype, dst: np.dtype, n: int) -> xm.XlaComputation:
     b = xm.XlaBuilder("convert")
     b.convert_element_type(b.parameter(0, xm.Shape.array(src, (n,))), dst)
     return b.build()
+
+
+NARROW_FLOATS = [np.dtype(d) for d in (
+    ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3b11fnuz,
+    ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e4m3, ml_dtypes.float8_e3m4,
+    ml_dtypes.float4_e2m1fn, ml_dtypes.float8_e8m0fnu)]
+
+
+def _narrow_programs(dtype: np.dtype) -> list[tuple[str, xm.XlaComputation, np.ndarray]]:
+    """Every bit pattern decoded, arithmetic on them, and f32/f64/s32 inputs rounded to the type."""
+    patterns = np.arange(16 if dtype.name == "float4_e2m1fn" else 256, dtype=np.uint8).view(dtype)
+    sweep = np.arange(0, 1 << 32, 65521, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    sweep = np.concatenate([sweep, patterns.astype(np.float32) * np.float32(1.0625),
+                            np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0], np.float32)])
+    ints = np.arange(-3000, 3000, 7, dtype=np.int32)
+    return [
+        ("to f32", _convert_program(dtype, np.dtype(np.float32), patterns.size), patterns),
+        ("x * x + x", _unary(dtype, patterns.size, lambda b, x: x * x + x), patterns),
+        ("reduce_precision(x, 3, 1)", _unary(dtype, patterns.size, lambda b, x: b.reduce_precision(x, 3, 1)),
+         patterns),
+        ("from f32", _convert_program(np.dtype(np.float32), dtype, sweep.size), sweep),
+        ("from f64", _convert_program(np.dtype(np.float64), dtype, sweep.size), sweep.astype(np.float64) / 3),
+        ("from s32", _convert_program(np.dtype(np.int32), dtype, ints.size), ints),
+    ]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_narrow_floats_same_bits_on_every_target(target: str) -> None:
+    """The narrow floats' conversions are integer code (soft_float): one result everywhere."""
+    for dtype in NARROW_FLOATS:
+        for what, comp, arg in _narrow_programs(dtype):
+            host = xm.compile(comp)(arg)
+            got = xm.compile(comp, target_cpu=target)(arg)
+            np.testing.assert_array_equal(_bits(got), _bits(host), err_msg=f"{dtype} {what} on {target}")
+
+
+def test_no_narrow_float_is_left_to_the_cpu() -> None:
+    """No LLVM op but moves of bits sees a narrow float type (LLVM has none; a conversion
+    left to it would be a libcall or a CPU's own rounding)."""
+    for dtype in NARROW_FLOATS:
+        for what, comp, _ in _narrow_programs(dtype):
+            text = xm.compile(comp).stages["llvm"]
+            for line in text.splitlines():
+                if re.search(r"\bf[48]E[0-9A-Z]+\b", line):
+                    op = re.search(r"(?:= |^\s*)(llvm\.[a-z_.0-9]+)", line)
+                    assert op is None or op.group(1) in _MOVES, f"{dtype} {what}: {line.strip()}"

@@ -10,10 +10,11 @@ Steps:
    constant zero tensor, then a `tensor.extract_slice` for what negative
    padding removes. After this step only strides and rhs dilation remain.
 3. Convolve `P` with the kernel into a zero-filled accumulator:
-   - a 2-D f32-accumulated convolution without groups or dilations, large enough
-     for the "tiled" stage's schedule, in any other layout or with strides:
-     `_nhwc` (step 3a') makes it stride-1 `conv_2d_nhwc_hwcf`s (the scheduled
-     form) on an NHWC copy of lhs, one per stride phase, and transposes the sum
+   - a 2-D f32-accumulated convolution without groups or lhs dilation, large
+     enough for the "tiled" stage's schedule, in any other layout, with strides
+     or with kernel dilations (not both along one dimension): `_nhwc` (step 3a')
+     makes it stride-1 undilated `conv_2d_nhwc_hwcf`s (the scheduled form) on an
+     NHWC copy of lhs, one per phase (`_phases`), and transposes the result
      back (lowering/ops/transpose_tiles.py); it pads per phase itself, so this
      path starts from lhs rather than P;
    - a named op where the layouts fit and every stride is 1:
@@ -389,23 +390,59 @@ def _phase_range(start: int, count: int, stride: int, low: int, size: int) -> tu
     return first, max(0, last - first + 1)
 
 
+@dataclass(frozen=True)
+class _Phase:
+    """One phase along one spatial dimension: the kernel taps `tap_start + tap_step * w`
+    (w < taps) applied to the padded input's rows `in_start + in_step * i`, giving the
+    output rows `out_start + out_step * y'` (y' < out_count)."""
+
+    tap_start: int
+    tap_step: int
+    taps: int
+    in_start: int
+    in_step: int
+    out_start: int
+    out_step: int
+    out_count: int
+
+
+def _phases(window: int, stride: int, dilation: int, out_size: int) -> list[_Phase] | None:
+    """The phases of one spatial dimension, or None (both a stride and a dilation).
+
+    Output row y reads P[y * stride + w * dilation]. A stride splits the taps: taps
+    w = p, p + s, ... read rows p + s * (y + j), a stride-1 window over those rows; the
+    phases' results are added. A dilation splits the outputs: rows y = p + d * y' read
+    P[p + d * (y' + w)], a stride-1 window of the whole kernel over rows p + d * i; each
+    output row comes from one phase."""
+    if stride > 1 and dilation > 1:
+        return None
+    if stride > 1:
+        return [_Phase(p, stride, -(-(window - p) // stride), p, stride, 0, 1, out_size)
+                for p in range(min(stride, window))]
+    if dilation > 1:
+        return [_Phase(0, 1, window, p, dilation, p, dilation, -(-(out_size - p) // dilation))
+                for p in range(min(dilation, out_size))]
+    return [_Phase(0, 1, window, 0, 1, 0, 1, out_size)]
+
+
 def _nhwc(c: _Conv, lhs: ir.Value, rhs: ir.Value, t: PrimitiveType) -> ir.Value | None:
-    """The convolution as stride-1 `conv_2d_nhwc_hwcf`s, the form the "tiled" stage schedules
-    (register-tiled and vectorized); None when it does not apply.
+    """The convolution as stride-1 undilated `conv_2d_nhwc_hwcf`s, the form the "tiled"
+    stage schedules (register-tiled and vectorized); None when it does not apply.
 
     Other layouts are transposed to NHWC/HWIO and the result back (copies of the operands,
-    small next to the convolution's work). A stride s splits the window into phases: along
-    each spatial dimension the taps w = p, p + s, ... read rows p + s * y' of the padded
-    input, so phase p is a stride-1 convolution of those rows (a strided copy, padded with
-    zeros where P is padding) with the kernel's taps p::s. The phases' results are added,
-    which sums exactly the products the strided window sums (no zero tap is added: 0 * inf
-    would be NaN).
+    small next to the convolution's work). Strides and kernel dilations split each
+    spatial dimension into phases (`_phases`); a phase of both dimensions convolves the
+    rows and columns it reads (a strided copy of lhs, padded with zeros where P is
+    padding) with its kernel taps. Phases of the same output rows and columns are added
+    in order, which sums exactly the products the window sums (no zero tap is added:
+    0 * inf would be NaN); the sums are placed at their output rows and columns.
     """
     if (t != P.F32 or c.n != 2 or c.groups != 1 or c.batch_groups != 1
-            or c.rhs_dilation != (1, 1) or c.lhs_dilation != (1, 1)):
+            or c.lhs_dilation != (1, 1)):
         return None
     strides = [c.stride(k) for k in range(2)]
-    if c.lhs_layout == c.out_layout == "N01C" and c.rhs_layout == "01IO" and strides == [1, 1]:
+    if (c.lhs_layout == c.out_layout == "N01C" and c.rhs_layout == "01IO" and strides == [1, 1]
+            and c.rhs_dilation == (1, 1)):
         return None  # the named path is this form already
     d = c.d
     n, features = c.lhs.dimensions[d.input_batch_dimension], c.lhs.dimensions[d.input_feature_dimension]
@@ -413,45 +450,60 @@ def _nhwc(c: _Conv, lhs: ir.Value, rhs: ir.Value, t: PrimitiveType) -> ir.Value 
     window = [c.rhs.dimensions[dim] for dim in d.kernel_spatial_dimensions]
     size = [c.lhs.dimensions[dim] for dim in d.input_spatial_dimensions]
     out_size = [c.out.dimensions[dim] for dim in d.output_spatial_dimensions]
-    # Every phase large enough to be scheduled (the one with the fewest taps decides).
-    fewest = [-(-(window[k] - min(strides[k], window[k]) + 1) // strides[k]) for k in range(2)]
-    if 2 * c.out.numel * fewest[0] * fewest[1] * features < SCHEDULED_MIN_FLOPS:
+    dilations = [c.rhs_dilation[k] if window[k] > 1 else 1 for k in range(2)]
+    per_dim = [_phases(window[k], strides[k], dilations[k], out_size[k]) for k in range(2)]
+    if per_dim[0] is None or per_dim[1] is None:
+        return None
+    phases = [(a, b) for a in per_dim[0] for b in per_dim[1]]
+    # Every phase large enough to be scheduled.
+    if any(2 * n * kernel_out * features * a.out_count * b.out_count * a.taps * b.taps
+           < SCHEDULED_MIN_FLOPS for a, b in phases):
         return None
     x = _relayout(lhs, c.lhs.dimensions, [c.lhs_layout.index(ch) for ch in "N01C"])
     kernel = _kernel_as(rhs, c, "01IO")
     k_dims = _dims_as(c, "01IO")
+    parts: dict[tuple[int, ...], list[ir.Value]] = {}  # output slice -> its phases' results
+    for phase in phases:
+        rows = [ph.out_count + ph.taps - 1 for ph in phase]
+        q_dims = [n, *rows, features]
+        ranges = [_phase_range(ph.in_start, rows[k], ph.in_step, c.padding[k][0], size[k])
+                  for k, ph in enumerate(phase)]
+        offsets = [0, *(ph.in_start + ph.in_step * ranges[k][0] - c.padding[k][0]
+                        for k, ph in enumerate(phase)), 0]
+        counts = [n, ranges[0][1], ranges[1][1], features]
+        steps = [1, phase[0].in_step, phase[1].in_step, 1]
+        if counts == q_dims:  # no padding read: a view of x
+            q = tensor.ExtractSliceOp(_tensor_type(q_dims, t), x, [], [], [], offsets, q_dims, steps).result
+            if steps != [1, 1, 1, 1]:
+                # Copied: the scheduled convolution reading a strided view took ~1.7x
+                # the JIT time (and a contiguous input is read faster).
+                empty = tensor.EmptyOp(q_dims, _tensor_type(q_dims, t).element_type).result
+                q = _value(linalg.copy(q, outs=[empty]))
+        else:
+            q = _zero_block(q_dims, t)
+            if min(counts) > 0:
+                rows_read = tensor.ExtractSliceOp(_tensor_type(counts, t), x, [], [], [], offsets,
+                                                  counts, steps).result
+                q = tensor.InsertSliceOp(rows_read, q, [], [], [], [0, ranges[0][0], ranges[1][0], 0],
+                                         counts, [1, 1, 1, 1]).result
+        taps_dims = [phase[0].taps, phase[1].taps, k_dims[2], k_dims[3]]
+        k = tensor.ExtractSliceOp(_tensor_type(taps_dims, t), kernel, [], [], [],
+                                  [phase[0].tap_start, phase[1].tap_start, 0, 0], taps_dims,
+                                  [phase[0].tap_step, phase[1].tap_step, 1, 1]).result
+        part_dims = [n, phase[0].out_count, phase[1].out_count, kernel_out]
+        key = tuple(v for ph in phase for v in (ph.out_start, ph.out_step, ph.out_count))
+        parts.setdefault(key, []).append(_value(linalg.conv_2d_nhwc_hwcf(
+            q, k, outs=[_zeros(part_dims, t)], strides=[1, 1], dilations=[1, 1])))
+    sums = {key: ps[0] if len(ps) == 1 else _sum(ps, [n, key[2], key[5], kernel_out], t)
+            for key, ps in parts.items()}
     out_dims = [n, *out_size, kernel_out]
-    phases: list[ir.Value] = []
-    for py in range(min(strides[0], window[0])):
-        for px in range(min(strides[1], window[1])):
-            start = (py, px)
-            taps = [-(-(window[k] - start[k]) // strides[k]) for k in range(2)]
-            rows = [out_size[k] + taps[k] - 1 for k in range(2)]
-            q_dims = [n, *rows, features]
-            ranges = [_phase_range(start[k], rows[k], strides[k], c.padding[k][0], size[k]) for k in range(2)]
-            offsets = [0, *(start[k] + strides[k] * ranges[k][0] - c.padding[k][0] for k in range(2)), 0]
-            counts = [n, ranges[0][1], ranges[1][1], features]
-            if counts == q_dims:  # no padding read: a view of x
-                q = tensor.ExtractSliceOp(_tensor_type(q_dims, t), x, [], [], [], offsets, q_dims,
-                                          [1, *strides, 1]).result
-                if strides != [1, 1]:
-                    # Copied: the scheduled convolution reading a strided view took ~1.7x
-                    # the JIT time (and a contiguous input is read faster).
-                    empty = tensor.EmptyOp(q_dims, _tensor_type(q_dims, t).element_type).result
-                    q = _value(linalg.copy(q, outs=[empty]))
-            else:
-                q = _zero_block(q_dims, t)
-                if min(counts) > 0:
-                    rows_read = tensor.ExtractSliceOp(_tensor_type(counts, t), x, [], [], [], offsets,
-                                                      counts, [1, *strides, 1]).result
-                    q = tensor.InsertSliceOp(rows_read, q, [], [], [], [0, ranges[0][0], ranges[1][0], 0],
-                                             counts, [1, 1, 1, 1]).result
-            taps_dims = [taps[0], taps[1], k_dims[2], k_dims[3]]
-            k = tensor.ExtractSliceOp(_tensor_type(taps_dims, t), kernel, [], [], [], [py, px, 0, 0],
-                                      taps_dims, [*strides, 1, 1]).result
-            phases.append(_value(linalg.conv_2d_nhwc_hwcf(q, k, outs=[_zeros(out_dims, t)],
-                                                          strides=[1, 1], dilations=[1, 1])))
-    total = phases[0] if len(phases) == 1 else _sum(phases, out_dims, t)
+    if len(sums) == 1:
+        total = next(iter(sums.values()))
+    else:  # each output row and column in one slice: placed into an uninitialised tensor
+        total = tensor.EmptyOp(out_dims, _tensor_type(out_dims, t).element_type).result
+        for (y0, ys, yn, x0, xs, xn), part in sums.items():
+            total = tensor.InsertSliceOp(part, total, [], [], [], [0, y0, x0, 0],
+                                         [n, yn, xn, kernel_out], [1, ys, xs, 1]).result
     return _relayout(total, out_dims, ["N01C".index(ch) for ch in c.out_layout])
 
 

@@ -125,7 +125,9 @@ def _raw_bits(attr: ir.Attribute, shape: Shape) -> np.ndarray:
 def lower_bitcast_convert(v: OpView) -> ir.Value:
     """Reinterpretation in the integer domain. bf16 is already stored as i16 (see
     `framework.signless_type`), so no bf16 value, whose NaN payload LLVM would
-    rewrite, ever exists."""
+    rewrite, ever exists. Sub-byte types are stored one per byte (their low bits):
+    their parts are cut from and joined into the wider value little-endian, element 0
+    in the lowest bits (XLA: s8 0x21 is s4 {1, 2})."""
     src_shape, out = v.shapes["operand"], v.result_shape
     src, dst = Elem(src_shape.element_type), Elem(out.element_type)
     src_int = ir.IntegerType.get_signless(src.bits)
@@ -133,10 +135,18 @@ def lower_bitcast_convert(v: OpView) -> ir.Value:
     dst_storage = ir.RankedTensorType(v.result_type).element_type
 
     def to_int(x: ir.Value) -> ir.Value:
-        return x if x.type == src_int else arith.bitcast(src_int, x)
+        if x.type == src_int:
+            return x
+        if isinstance(x.type, ir.IntegerType) and ir.IntegerType(x.type).width > src.bits:
+            return arith.trunci(src_int, x)  # a sub-byte value's storage byte
+        return arith.bitcast(src_int, x)
 
     def to_dst(x: ir.Value) -> ir.Value:
-        return x if x.type == dst_storage else arith.bitcast(dst_storage, x)
+        if x.type == dst_storage:
+            return x
+        if isinstance(dst_storage, ir.IntegerType) and ir.IntegerType(dst_storage).width > dst.bits:
+            return arith.extui(dst_storage, x)  # high bits zero, as ml_dtypes stores them
+        return arith.bitcast(dst_storage, x)
 
     operand = v.args["operand"]
     if src.t == dst.t:
@@ -151,7 +161,8 @@ def lower_bitcast_convert(v: OpView) -> ir.Value:
 
 def _raw(shape):
     """The shape seen as integers of its width: `generic` then leaves storage values alone."""
-    widths = {8: PrimitiveType.S8, 16: PrimitiveType.S16, 32: PrimitiveType.S32, 64: PrimitiveType.S64}
+    widths = {2: PrimitiveType.S8, 4: PrimitiveType.S8, 8: PrimitiveType.S8, 16: PrimitiveType.S16,
+              32: PrimitiveType.S32, 64: PrimitiveType.S64}  # sub-byte types: their storage byte
     return shape.with_element_type(widths[shape.element_type.bit_width])
 
 

@@ -46,6 +46,9 @@ def accumulation_type(lhs: PrimitiveType, rhs: PrimitiveType, result: PrimitiveT
     if result.is_floating:
         wide = any(t in (P.F64, P.C128) for t in (lhs, rhs))
         return P.F64 if wide or result == P.F64 else P.F32
+    if result.is_sub_byte_int:
+        # Summed in a byte (their storage), then truncated: the same sum modulo 2^width.
+        return P.S8 if result.is_signed_int else P.U8
     return result  # integers wrap in the result type; pred is or-of-ands
 
 
@@ -145,10 +148,12 @@ def lower_dot_general(v: OpView) -> ir.Value:
     init = _zero_filled(out, acc)
     # Named ops multiply-add; a pred dot is or-of-ands, so it always takes the generic.
     named = None if acc == P.PRED else _named_contraction(d, lhs_shape.rank, rhs_shape.rank)
-    if dot_lanes.applies(d, lhs_shape.rank, rhs_shape.rank, rhs_shape.dimensions[0] if rhs_shape.rank else 0,
-                         acc):
+    vector = dot_lanes.vector_operand(d, lhs_shape, rhs_shape, acc)
+    if vector is not None:
         add = arith.addf if acc.is_floating else arith.addi
-        result = dot_lanes.lane_dot(lhs, rhs, _zero(acc), multiply_add(acc), add)
+        matrix_value, vector_value = (lhs, rhs) if vector == "rhs" else (rhs, lhs)
+        result = dot_lanes.lane_dot(matrix_value, vector_value, len(d.lhs_batch_dimensions), _zero(acc),
+                                    multiply_add(acc), add, vector_first=vector == "lhs")
     elif named is not None:
         result = named(lhs, rhs, outs=[init])
     else:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import arith, math
 from mlir.dialects import complex as cx
 
-from ...dialect.element_types import PrimitiveType
+from ...dialect.element_types import PrimitiveType, dtype_of
 
 P = PrimitiveType
 F = arith.CmpFPredicate
@@ -36,6 +37,15 @@ class Elem:
         if self.t.is_complex:
             part = Elem(self.t.complex_component)
             return cx.create_(self.type, part.const(value), part.const(0.0))
+        if self.t.is_narrow_float:
+            # The bits of the value rounded as XLA converts f32 (ml_dtypes does the same but
+            # for NaN -> f4e2m1fn, -0 in XLA): f8e8m0fnu has no 0, so 0.0 is its NaN.
+            # (MLIR's own constant conversion would make 0.0 its smallest value.)
+            bits = int(np.array(value, np.float32).astype(dtype_of(self.t)).view(np.uint8))
+            if self.t == P.F4E2M1FN and np.isnan(value):
+                bits = 0x8
+            signed = bits - (1 << self.bits) if bits >> (self.bits - 1) else bits  # signless attrs
+            return arith.bitcast(self.type, arith.constant(ir.IntegerType.get_signless(self.bits), signed))
         return arith.constant(self.type, value)
 
     def int_min(self) -> int:
@@ -50,7 +60,8 @@ def scalar_type(t: PrimitiveType) -> ir.Type:
 
 
 def is_small_float(t: PrimitiveType) -> bool:
-    return t in (P.F16, P.BF16)
+    """F16, BF16 and the narrow floats (F8*, F4E2M1FN): computed in f32, rounded back."""
+    return t in (P.F16, P.BF16) or t.is_narrow_float
 
 
 def f32_compute(fn: Callable[..., ir.Value]) -> Callable[..., ir.Value]:
@@ -399,6 +410,8 @@ def total_order_key(e: Elem, x: ir.Value) -> ir.Value:
     """A signed integer ordering floats as XLA's total order: -NaN < -inf < ... < -0 < +0 < ... < NaN."""
     int_type = ir.IntegerType.get_signless(e.bits)
     bits = arith.bitcast(int_type, x)
+    if not e.t.float_format.signed:  # F8E8M0FNU: no sign bit, the bits order the values
+        return arith.extui(ir.IntegerType.get_signless(2 * e.bits), bits)
     magnitude_mask = arith.constant(int_type, (1 << (e.bits - 1)) - 1)
     flipped = arith.xori(bits, magnitude_mask)
     negative = arith.cmpi(I.slt, bits, arith.constant(int_type, 0))
