@@ -134,3 +134,31 @@ def test_other_ops_match_the_reference(t: xm.PrimitiveType, op: str) -> None:
     out = compile_checked(comp)(x)
     expected = np.asarray(ref.evaluate(comp, [x]))
     np.testing.assert_array_equal(out.astype(np.float64), expected.astype(np.float64))
+
+
+@pytest.mark.parametrize("t", NARROW, ids=str)
+def test_long_reductions_use_identities_the_type_has(t: xm.PrimitiveType) -> None:
+    # 4096 elements: the lane-split reduction pads lanes with the combiner's identity; -inf
+    # is NaN in a type without inf, and f8e8m0fnu has no 0 at all.
+    dtype = xm.dtype_of(t)
+    if t == P.F8E8M0FNU:
+        x, init = np.full(4096, 2.0 ** -20, np.float32).astype(dtype), np.array(2.0 ** -20, np.float32)
+    else:
+        x, init = np.zeros(4096, np.float32), np.array(0, np.float32)
+        x[::512] = 1
+    x, init = x.astype(dtype), init.astype(dtype)
+    b = xm.XlaBuilder("r")
+    p = b.parameter(0, xm.Shape.array(t, x.shape))
+    top = b.constant(np.array(x.max(), dtype))
+    comp = b.build(b.tuple([b.reduce(p, b.constant(init), lambda a, v: a + v, [0]),
+                            b.reduce(p, b.constant(init), lambda a, v: a.builder.max(a, v), [0]),
+                            b.reduce(p, top, lambda a, v: a.builder.min(a, v), [0])]))
+    total, largest, smallest = compile_checked(comp)(x)
+    assert float(largest) == float(x.max()) and float(smallest) == float(x.min())
+    if t == P.F8E8M0FNU:
+        assert float(total) == 2.0 ** -18  # 2^-19 + 2^-20 ties up to 2^-18, where it stays
+    elif t.is_floating:
+        exact = 8.0
+        assert float(total) == float(np.array(exact, np.float32).astype(dtype)) or t == P.F4E2M1FN
+    else:
+        assert int(total) == int(np.array(8).astype(dtype))
