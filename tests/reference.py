@@ -511,7 +511,7 @@ def imag(x: np.ndarray) -> np.ndarray:
     """Imaginary part (c64 -> f32); +0 of the same type for real floats (seed 001 Imag)."""
     if kind_of(x.dtype) == "complex":
         return x.imag.copy()
-    return np.zeros(x.shape, dtype=x.dtype)
+    return _float_result(np.zeros(x.shape), x)  # f8e8m0fnu has no 0: its NaN
 
 
 # ---------------------------------------------------------------- binary ops

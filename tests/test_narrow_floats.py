@@ -151,7 +151,7 @@ EXACT_BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divi
                 "max": "maximum", "min": "minimum"}
 EXACT_UNARY = {"abs": "abs", "neg": "negate", "sign": "sign", "floor": "floor", "ceil": "ceil",
                "round_nearest_afz": "round_nearest_afz", "round_nearest_even": "round_nearest_even",
-               "sqrt": "sqrt", "is_finite": "is_finite"}
+               "sqrt": "sqrt", "is_finite": "is_finite", "real": "real", "imag": "imag"}
 
 
 def _pairs(name: str, limit: int = 1 << 12) -> tuple[np.ndarray, np.ndarray]:
