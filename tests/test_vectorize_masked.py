@@ -17,7 +17,7 @@ from mlir.execution_engine import ExecutionEngine
 from mlir.runtime import get_ranked_memref_descriptor
 
 import xlamlir as xm
-from xlamlir.dialect.irdl import new_context
+from xlamlir.dialect.context import new_context
 from xlamlir.runtime import targets
 from xlamlir.runtime.compiler import load_async_runtime, runtime_libraries
 
