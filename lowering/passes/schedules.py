@@ -81,6 +81,7 @@ from mlir.dialects.transform import interpreter
 from ...dialect.errors import ArgumentError
 from .lane_schedules import schedule_lanes
 from .register_tiles import rows_as_slices
+from .split_contractions import collapse_split_contractions
 
 TAG = "xlamlir.schedule"  # marks the ops a script handles, by index
 ANY = "!transform.any_op"
@@ -842,6 +843,9 @@ def scheduler(params: Params) -> Callable[[Any, Any], None]:
 
 
 def _schedule(op: Any, p: Params) -> None:
+    # Matmuls that the "fused" stage expanded around a reshape, one loop per role again.
+    with op.context, ir.Location.unknown():
+        collapse_split_contractions(op)
     found = _candidates(op, p)
     _last_script[0] = ""
     if found:
