@@ -63,7 +63,9 @@ static too and vectorize on shorter vectors.
 The tiles: `Params.for_target(cpu)` (8 x 32 with AVX-512, 6 x 16 else; "host" reads
 /proc/cpuinfo, which is what the default pipeline uses, `PARAMS`). Any MR and NR work,
 for any N and F. Anything else (other types, dynamic or small shapes, batch dimensions
-that do not lead, other conv layouts) keeps the generic path.
+that do not lead, other conv layouts) keeps the generic path. A matmul that the "fused"
+stage split into several M, N, K or batch loops around a reshape (an MLP's flatten) is
+first rebuilt with one loop each (split_contractions.py), so it is scheduled too.
 Imports `dialect`.
 """
 
