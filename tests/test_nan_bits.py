@@ -209,3 +209,98 @@ def test_reduce_window_nan_is_the_first_cell(maximum: bool) -> None:
     got = _same_bits_everywhere(comp, [x])
     for g, pool in zip(got, pools):
         _assert_bits(g, _pool_reference(x, init, *pool, fn), f"pool {pool}")
+
+
+# -- the other ops: what is and is not guaranteed ------------------------------------------
+
+ARITH = {"add": lambda x, y: x + y, "subtract": lambda x, y: x - y,
+         "multiply": lambda x, y: x * y, "divide": lambda x, y: x / y}
+
+
+def _arith_program(dtype: np.dtype, n: int) -> xm.XlaComputation:
+    b = xm.XlaBuilder("arith")
+    px, py = (b.parameter(i, xm.Shape.array(dtype, (n,))) for i in range(2))
+    return b.build([fn(px, py) for fn in ARITH.values()])
+
+
+def _quiet(a: np.ndarray) -> np.ndarray:
+    return _bits(a) | np.array(QUIET[a.dtype], _bits(a).dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=["f32", "f64"])
+@pytest.mark.parametrize("n", [7, 1000])
+def test_one_nan_operand_is_the_result_quieted(dtype: np.dtype, n: int) -> None:
+    """x op y with exactly one NaN operand (the other a number, 0 or inf): that NaN with its
+    quiet bit set, sign and payload kept, on every target."""
+    patterns = _patterns(dtype)
+    is_nan = np.isnan(patterns.astype(np.float64))
+    nans, numbers = patterns[is_nan], patterns[~is_nan]
+    rng = np.random.default_rng(8)
+    nan, number = nans[rng.integers(0, nans.size, n)], numbers[rng.integers(0, numbers.size, n)]
+    swap = rng.integers(0, 2, n).astype(bool)
+    x, y = np.where(swap, number, nan), np.where(swap, nan, number)
+    got = _same_bits_everywhere(_arith_program(dtype, n), [x, y])
+    for name, g in zip(ARITH, got):
+        _assert_bits(g, _quiet(nan).view(dtype), name)
+
+
+@pytest.mark.parametrize("n", [7, 1000])
+def test_two_nan_operands_give_either_quieted(n: int) -> None:
+    """Both operands NaN: one of them, quieted, but which is not guaranteed: x86 returns the
+    first, and LLVM commutes add/multiply where it saves a register move (x86-64-v2 does)."""
+    x, y = _draw(np.dtype(np.float32), (n,), 9), _draw(np.dtype(np.float32), (n,), 10)
+    both = np.isnan(x) & np.isnan(y)
+    assert both.sum() > 0
+    comp = _arith_program(np.dtype(np.float32), n)
+    for target in _targets():
+        for name, g in zip(ARITH, xm.compile(comp, target_cpu=target)(x, y)):
+            got = _bits(g)[both]
+            ok = (got == _quiet(x)[both]) | (got == _quiet(y)[both])
+            assert ok.all(), (name, target, got[~ok][:4])
+
+
+@pytest.mark.parametrize("dtype, default", [(np.dtype(np.float32), 0xFFC00000),
+                                            (np.dtype(np.float64), 0xFFF8000000000000)], ids=["f32", "f64"])
+def test_invalid_operations_give_x86_default_nan(dtype: np.dtype, default: int) -> None:
+    """inf - inf, 0 * inf, 0 / 0, inf / inf, sqrt(-1): x86's default NaN (negative, quiet)
+    on every target (a constant-folded one may differ: docs/numerics.md)."""
+    x = np.array([np.inf, 0.0, 0.0, np.inf, -1.0], dtype)
+    y = np.array([np.inf, np.inf, 0.0, np.inf, 1.0], dtype)
+    b = xm.XlaBuilder("invalid")
+    px, py = (b.parameter(i, xm.Shape.array(dtype, (5,))) for i in range(2))
+    comp = b.build([px - py, px * py, px / py, b.sqrt(px)])
+    sub, mul, div, sqrt = _same_bits_everywhere(comp, [x, y])
+    assert _bits(sub)[0] == default and _bits(mul)[1] == default
+    assert _bits(div)[2] == default and _bits(div)[3] == default and _bits(sqrt)[4] == default
+
+
+def test_sqrt_of_nan_is_it_quieted() -> None:
+    x = _draw(np.dtype(np.float32), (64,), 11)
+    b = xm.XlaBuilder("sqrt")
+    b.sqrt(b.parameter(0, xm.Shape.array(xm.F32, x.shape)))
+    (got,) = _same_bits_everywhere(b.build(), [x])
+    nan = np.isnan(x)
+    np.testing.assert_array_equal(_bits(got)[nan], _quiet(x)[nan])
+
+
+@pytest.mark.parametrize("m, k, n", [(37, 70, 45), (1, 200, 33), (64, 96, 1)])
+def test_dot_with_one_nan_per_product_gives_it_quieted(m: int, k: int, n: int) -> None:
+    """A dot whose every output sums exactly one NaN product: that NaN, quieted, on every
+    target (the fma chains and x86-64-v2's libm fma propagate a lone NaN); inf * 0 gives the
+    default NaN. With several NaNs in one sum, which one is not guaranteed."""
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    w = rng.standard_normal((k, n), dtype=np.float32)
+    payload = (0x7F800000 | rng.integers(1, 1 << 22, m)).astype(np.uint32)
+    payload |= rng.integers(0, 2, m).astype(np.uint32) << 31
+    a[np.arange(m), rng.integers(1, k, m)] = payload.view(np.float32)
+    b = xm.XlaBuilder("dot")
+    px = b.parameter(0, xm.Shape.array(xm.F32, a.shape))
+    py = b.parameter(1, xm.Shape.array(xm.F32, w.shape))
+    comp = b.build([b.dot(px, py)])
+    (got,) = _same_bits_everywhere(comp, [a, w])
+    np.testing.assert_array_equal(_bits(got), (payload | 0x400000)[:, None].repeat(n, 1))
+    a[:, 0], w[0] = np.inf, 0.0  # inf * 0 in every sum (besides the NaN)
+    a[np.arange(m), :] = np.where(np.isnan(a), 1.0, a)
+    (got,) = _same_bits_everywhere(comp, [a, w])
+    assert (_bits(got) == 0xFFC00000).all()
