@@ -14,7 +14,10 @@ from xlamlir.runtime import targets
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 QUIET = {np.dtype(np.float64): 1 << 51, np.dtype(np.float32): 1 << 22,
-         np.dtype(np.float16): 1 << 9, BF16: 1 << 6}
+         np.dtype(np.float16): 1 << 9, BF16: 1 << 6,
+         # f8e5m2 is IEEE-like; FN has one NaN per sign (all ones), FNUZ one NaN (0x80).
+         np.dtype(ml_dtypes.float8_e5m2): 1 << 1, np.dtype(ml_dtypes.float8_e4m3fn): 0,
+         np.dtype(ml_dtypes.float8_e4m3fnuz): 0}
 # NaNs that differ in payload, sign and quietness (7f800003: signaling), among numbers.
 F32_PATTERNS = [0x7FC00001, 0x7FC00000, 0xFFC00002, 0x7F800003, 0xFF800004, 0x7FFFFFFF,
                 0x3F800000, 0xBF800000, 0x00000000, 0x80000000, 0x7F800000, 0xFF800000]
@@ -143,6 +146,19 @@ def test_elementwise_max_min_first_nan_quieted(dtype: np.dtype, n: int) -> None:
              rule_min(rule_max(x, y), z), rule_max(rule_min(z, x), rule_max(y, z))]
     for i, (g, w) in enumerate(zip(got, wants)):
         _assert_bits(g, w, f"output {i}")
+
+
+@pytest.mark.parametrize("name", ["float8_e5m2", "float8_e4m3fn", "float8_e4m3fnuz"])
+def test_narrow_float_max_min_every_pair(name: str) -> None:
+    """Every pair of bit patterns: the first NaN, quieted where the type has a quiet bit."""
+    dtype = np.dtype(getattr(ml_dtypes, name))
+    every = np.arange(256, dtype=np.uint8)
+    x, y = np.repeat(every, 256).view(dtype), np.tile(every, 256).view(dtype)
+    b = xm.XlaBuilder("narrow")
+    px, py = (b.parameter(i, xm.Shape.array(dtype, x.shape)) for i in range(2))
+    got = _same_bits_everywhere(b.build([b.max(px, py), b.min(px, py)]), [x, y])
+    _assert_bits(got[0], rule_max(x, y), "max")
+    _assert_bits(got[1], rule_min(x, y), "min")
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64)], ids=["f32", "f64"])
