@@ -148,6 +148,16 @@ def test_elementwise_max_min_first_nan_quieted(dtype: np.dtype, n: int) -> None:
         _assert_bits(g, w, f"output {i}")
 
 
+@pytest.mark.parametrize("n", [7, 64])
+def test_clamp_is_min_of_max_operand_first(n: int) -> None:
+    """clamp(lo, x, hi) = min(max(x, lo), hi): a NaN x wins over a NaN bound, lo over hi."""
+    lo, x, hi = (_draw(np.dtype(np.float32), (n,), seed) for seed in (13, 14, 15))
+    b = xm.XlaBuilder("clamp")
+    plo, px, phi = (b.parameter(i, xm.Shape.array(xm.F32, (n,))) for i in range(3))
+    (got,) = _same_bits_everywhere(b.build([b.clamp(plo, px, phi)]), [lo, x, hi])
+    _assert_bits(got, rule_min(rule_max(x, lo), hi), "clamp")
+
+
 @pytest.mark.parametrize("name", ["float8_e5m2", "float8_e4m3fn", "float8_e4m3fnuz"])
 def test_narrow_float_max_min_every_pair(name: str) -> None:
     """Every pair of bit patterns: the first NaN, quieted where the type has a quiet bit."""
