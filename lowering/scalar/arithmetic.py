@@ -345,18 +345,22 @@ def float_extremum(t: PrimitiveType, x: ir.Value, y: ir.Value, *, maximum: bool)
     # f16/bf16 values in f32 registers, and rounding a select of those back to bf16 on
     # x86-64-v2 replaced a NaN by the canonical one.)
     xi, yi = arith.bitcast(int_type, x), arith.bitcast(int_type, y)
-    # Equal values: the bits are equal too, except for +-0, where and/or of the
-    # bits picks +0 (max) or -0 (min).
-    ordered = arith.select(arith.cmpf(wins, x, y), xi,
-                           arith.select(arith.cmpf(F.OEQ, x, y), join_zeros(xi, yi), yi))
-    # Ordered comparisons are false on a NaN, so `ordered` is y whenever either is NaN:
-    # selecting x where x is NaN then leaves exactly the first NaN.
-    first_nan = arith.select(arith.cmpf(F.UNO, x, x), xi, ordered)
     bit = quiet_bit(t)
     if bit:
-        quiet = arith.ori(first_nan, _int_splat(int_type, bit))
-        first_nan = arith.select(arith.cmpf(F.UNO, x, y), quiet, first_nan)
-    return arith.bitcast(x.type, first_nan)
+        quiet = _int_splat(int_type, bit)
+        xi_quiet, yi_quiet = arith.ori(xi, quiet), arith.ori(yi, quiet)
+    else:
+        xi_quiet, yi_quiet = xi, yi
+    first_nan = arith.select(arith.cmpf(F.UNO, x, x), xi_quiet, yi_quiet)
+    larger = arith.select(arith.cmpf(wins, x, y), xi, yi)
+    unequal = arith.select(arith.cmpf(F.UNO, x, y), first_nan, larger)
+    # Equal values: the bits are equal too, except for +-0, where and/or of the bits
+    # picks +0 (max) or -0 (min). The shape is for speed: every path is a compare and
+    # three selects, as in the old `x + y` form (a reduction's accumulator chain no
+    # deeper), the quiet bits are set off the chain, and UNE, UNO and OGT/OLT are single
+    # SSE compares (UEQ is two). Reduce max f32[4M] measured 1.0x the old form on
+    # x86-64-v2/v3/v4; with the NaN select after the ordered ones, 1.35x on v3.
+    return arith.bitcast(x.type, arith.select(arith.cmpf(F.UNE, x, y), unequal, join_zeros(xi, yi)))
 
 
 def power(e: Elem, x: ir.Value, y: ir.Value) -> ir.Value:
