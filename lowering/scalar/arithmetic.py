@@ -287,7 +287,7 @@ def maximum(e: Elem, x: ir.Value, y: ir.Value) -> ir.Value:
     if e.t.is_unsigned_int:
         return arith.maxui(x, y)
     if e.t.is_floating:
-        return _float_extremum(e, x, y, F.OGT, arith.andi)
+        return float_extremum(e.t, x, y, maximum=True)
     return arith.select(_complex_lexicographic_less(x, y), y, x)
 
 
@@ -299,12 +299,8 @@ def minimum(e: Elem, x: ir.Value, y: ir.Value) -> ir.Value:
     if e.t.is_unsigned_int:
         return arith.minui(x, y)
     if e.t.is_floating:
-        return _float_extremum(e, x, y, F.OLT, arith.ori)
+        return float_extremum(e.t, x, y, maximum=False)
     return arith.select(_complex_lexicographic_less(y, x), y, x)
-
-
-def _float_extremum(e: Elem, x: ir.Value, y: ir.Value, wins: F, join_zeros: Callable) -> ir.Value:
-    return float_extremum(e.t, x, y, maximum=wins == F.OGT)
 
 
 def quiet_bit(t: PrimitiveType) -> int:
