@@ -10,16 +10,29 @@ from .dialect.element_types import (
     BF16,
     C64,
     C128,
+    F4E2M1FN,
+    F8E3M4,
+    F8E4M3,
+    F8E4M3B11FNUZ,
+    F8E4M3FN,
+    F8E4M3FNUZ,
+    F8E5M2,
+    F8E5M2FNUZ,
+    F8E8M0FNU,
     F16,
     F32,
     F64,
     PRED,
+    S2,
+    S4,
     S8,
     S16,
     S32,
     S64,
     TOKEN,
     TUPLE,
+    U2,
+    U4,
     U8,
     U16,
     U32,
@@ -31,7 +44,7 @@ from .dialect.element_types import (
 from .dialect.errors import ArgumentError, CompileError, ShapeError, XlaError
 from .dialect.layout import Layout
 from .dialect.ops_conv import ConvDimensionNumbers
-from .dialect.ops_dot import DotDimensionNumbers
+from .dialect.ops_dot import DotDimensionNumbers, RaggedDotDimensionNumbers
 from .dialect.ops_indexing import GatherDimensionNumbers, ScatterDimensionNumbers
 from .dialect.shape import Shape
 from .lowering import Pipeline
@@ -43,8 +56,11 @@ from .stablehlo_import import import_stablehlo, jit  # jax is imported only when
 __all__ = [
     "XlaBuilder", "XlaComputation", "XlaOp", "ArgumentError", "CompileError", "ShapeError",
     "XlaError", "BF16", "C64", "C128", "F16", "F32", "F64", "PRED", "S8", "S16", "S32", "S64",
-    "TOKEN", "TUPLE", "U8", "U16", "U32", "U64", "Layout", "PrimitiveType", "Shape", "dtype_of",
+    "TOKEN", "TUPLE", "U8", "U16", "U32", "U64", "S2", "S4", "U2", "U4", "F8E5M2", "F8E4M3FN",
+    "F8E4M3B11FNUZ", "F8E5M2FNUZ", "F8E4M3FNUZ", "F8E4M3", "F8E3M4", "F4E2M1FN", "F8E8M0FNU",
+    "Layout", "PrimitiveType", "Shape", "dtype_of",
     "type_of", "Pipeline", "Executable", "compile", "compile_mlir", "DotDimensionNumbers",
+    "RaggedDotDimensionNumbers",
     "register_custom_call", "CustomCallError", "GatherDimensionNumbers", "ScatterDimensionNumbers",
     "ConvDimensionNumbers", "CollectiveError", "distributed", "import_stablehlo", "jit",
 ]

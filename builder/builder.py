@@ -16,6 +16,7 @@ from .methods_control import ControlMethods
 from .methods_conv import ConvMethods
 from .methods_custom import CustomCallMethods
 from .methods_dot import DotMethods
+from .methods_dynamic import DynamicMethods
 from .methods_elementwise import ElementwiseMethods
 from .methods_fft import FftMethods
 from .methods_generated import GeneratedMethods
@@ -31,6 +32,6 @@ from .methods_sort import SortMethods
 class XlaBuilder(ElementwiseMethods, ShapeMethods, ReduceMethods, ControlMethods, ConvMethods,
                  BatchNormMethods, DotMethods, IndexingMethods, SortMethods, LinearAlgebraMethods,
                  FftMethods, RngMethods, CollectiveMethods, IoMethods, CustomCallMethods,
-                 GeneratedMethods):
+                 DynamicMethods, GeneratedMethods):
     """Builds one computation: `parameter`, `constant`, the ops, then `build`
     (the API of ../shared/API.md; `help(XlaBuilder)` lists every method by family)."""

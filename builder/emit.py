@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 from mlir import ir
 from mlir.dialects import func
 
-from ..dialect.attributes import to_mlir
+from ..dialect.attributes import segment_sizes_attr, to_mlir
+from ..dialect.context import charge_context, reused_context
+from ..dialect.entry_layouts import has_layout_entry, layout_entry
 from ..dialect.errors import ShapeError
-from ..dialect.irdl import OPERAND_SEGMENTS, RESULT_SEGMENTS, charge_context, reused_context, segment_runs
 from ..dialect.mlir_types import to_mlir_type_text
 from ..dialect.registry import ELEMENTS
 from ..dialect.shape import Shape
-from ..dialect.verify import ENTRY, LAYOUT_ATTR
+from ..dialect.verify import ENTRY, verify_module
 from .xla_op import XlaOp
 
 if TYPE_CHECKING:
@@ -125,16 +126,12 @@ class ModuleEmitter:
                 func.ReturnOp([values[root.uid]])
 
     def _set_layout_attrs(self, f: Any, params: list[XlaOp], root: XlaOp) -> None:
-        def layout_dict(shape: Shape) -> ir.Attribute:
-            if shape.is_array() and not shape.has_default_layout():
-                mtm = ir.DenseI64ArrayAttr.get(list(shape.layout.minor_to_major))
-                return ir.DictAttr.get({LAYOUT_ATTR: mtm})
-            return ir.DictAttr.get({})
-
-        if any(p.shape.is_array() and not p.shape.has_default_layout() for p in params):
-            f.arg_attrs = ir.ArrayAttr.get([layout_dict(p.shape) for p in params])
-        if root.shape.is_array() and not root.shape.has_default_layout():
-            f.result_attrs = ir.ArrayAttr.get([layout_dict(root.shape)])
+        if any(has_layout_entry(p.shape) for p in params):
+            f.arg_attrs = ir.ArrayAttr.get([layout_entry(p.shape) for p in params])
+        # A tuple result's leaf layouts follow from the parameters it returns (the boundary's
+        # `entry_result_shape`); only an array result states its own.
+        if root.shape.is_array() and has_layout_entry(root.shape):
+            f.result_attrs = ir.ArrayAttr.get([layout_entry(root.shape)])
 
     def _emit_op(self, op: XlaOp, values: dict[int, ir.Value]) -> ir.Value:
         if op.source is not None:
@@ -143,18 +140,12 @@ class ModuleEmitter:
         opdef = op.opdef
         assert opdef is not None
         operands: list[ir.Value] = []
-        attributes: dict[str, ir.Attribute] = {}
-        segments: list[int] = []
+        sizes: list[int] = []
         for spec, operand in zip(opdef.operands, op.operands):
-            if spec.variadic:
-                group = [values[o.uid] for o in operand]
-                operands.extend(group)
-                segments.extend(self._runs(op, [v.type for v in group]))
-            else:
-                operands.append(values[operand.uid])
-                segments.append(1)
-        if any(spec.variadic for spec in opdef.operands):
-            attributes[OPERAND_SEGMENTS] = ir.DenseI32ArrayAttr.get(segments)
+            group = [values[o.uid] for o in operand] if spec.variadic else [values[operand.uid]]
+            operands.extend(group)
+            sizes.append(len(group))
+        attributes = segment_sizes_attr(opdef, sizes)
         for attr_name, kind in opdef.attrs.items():
             shape = op.shape if kind is ELEMENTS else None
             attributes[attr_name] = to_mlir(kind, op.attrs[attr_name], shape)
@@ -167,18 +158,11 @@ class ModuleEmitter:
                 attributes[comp_name] = ir.FlatSymbolRefAttr.get(self.computation_symbol(comp))
         if opdef.results is None:
             result_types = [self.types(s) for s in op.shape.tuple_shapes]
-            attributes[RESULT_SEGMENTS] = ir.DenseI32ArrayAttr.get(self._runs(op, result_types))
         else:
             result_types = [self.types(op.shape)]
         created = ir.Operation.create(opdef.full_name, results=result_types, operands=operands,
                                       attributes=attributes, loc=_location(op))
         return created.results[0]
-
-    def _runs(self, op: XlaOp, types: list[ir.Type]) -> list[int]:
-        try:
-            return segment_runs(types)
-        except ValueError as e:
-            raise ShapeError(op.opdef.name if op.opdef else "op", [], str(e)) from None
 
     def computation_symbol(self, computation: Any) -> str:
         """The private function holding `computation`, emitted on first use."""
@@ -198,7 +182,8 @@ class ModuleEmitter:
 
     def text(self) -> tuple[str, str]:
         """The module's text, without and with source locations."""
-        self.module.operation.verify()
+        self.module.operation.verify()  # the func ops; xhlo ops are unregistered
+        verify_module(self.module, shape_rules=False)
         text = str(self.module)
         charge_context(self.context, len(text))
         return text, self.module.operation.get_asm(enable_debug_info=True)

@@ -172,6 +172,20 @@ class CollectiveMethods(Recorder):
         return self.emit(op, [operand], {"source_target_pairs": tuple(pairs),
                                           "channel_id": _channel(op, channel_id)})
 
+    def ragged_all_to_all(self, input: XlaOp, input_offsets: XlaOp,  # noqa: A002 - XLA's name
+                          send_sizes: XlaOp, output: XlaOp, output_offsets: XlaOp,
+                          recv_sizes: XlaOp, replica_groups: Any = None,
+                          channel_id: int | None = None) -> XlaOp:
+        """Send rows `input[input_offsets[j]:input_offsets[j] + send_sizes[j]]` to member j of the
+        replica group, which writes them into its copy of `output` at `output_offsets[j]` (the
+        offsets as the receiver's output sees them); `recv_sizes[j]` is the count member j
+        sends here. Offsets and sizes are s32/s64 of shape [group size] or [group size,
+        updates per member]; rows nobody writes keep `output`'s values (seed: RaggedAllToAll)."""
+        op = "ragged_all_to_all"
+        return self.emit(op, [input, output, input_offsets, send_sizes, output_offsets, recv_sizes],
+                         {"replica_groups": _groups(op, replica_groups),
+                          "channel_id": _channel(op, channel_id)})
+
     def collective_broadcast(self, operand: XlaOp, replica_groups: Any = None,
                              channel_id: int | None = None) -> XlaOp:
         """Every replica of a group gets the operand of the group's first replica; replicas outside

@@ -242,18 +242,27 @@ class Recorder:
                 op = self.check_operand(opdef.name, operand)
                 args.append(op)
                 shapes.append(op.shape)
+        if any(s.is_dynamic() for group in shapes for s in (group if isinstance(group, tuple) else (group,))):
+            # Bounded dynamism is resolved by the builder (builder/methods_dynamic.py).
+            return self._emit_dynamic(opdef, args, attrs)
         # A shape rule sees a sub-computation as its program shape (params, result).
         infer_attrs = {k: (_program_shapes(v) if k in opdef.computations else v)
                        for k, v in attrs.items()}
         location = user_location()
         try:
             shape = opdef.infer(*shapes, **infer_attrs)
+            if shape.is_dynamic():  # from a sub-computation's result: no size to carry
+                raise ShapeError(opdef.name, [], f"its sub-computation returns {shape}; a "
+                                 "sub-computation returning a dynamic dimension is not supported yet")
         except ShapeError as e:
             locate(e)
             raise
         op = XlaOp(self, shape, opdef=opdef, operands=tuple(args), attrs=attrs, location=location)
         self.ops.append(op)
         return op
+
+    def _emit_dynamic(self, opdef: OpDef, operands: Sequence[Any], attrs: dict[str, Any]) -> XlaOp:
+        raise ShapeError(opdef.name, [], "this builder has no bounded dynamic shapes")
 
     def results(self, op: XlaOp, as_tuple: bool) -> XlaOp:
         """A multi-result op's results as XlaOps: the first, or a tuple of all of them."""
@@ -312,6 +321,10 @@ class Recorder:
             raise ShapeError("parameter", [], f"expected an xm.Shape, got {type(shape).__name__}")
         if number in self.parameters:
             raise ShapeError("parameter", [shape], f"parameter number {number} is already defined")
+        if shape.is_dynamic():
+            raise ShapeError("parameter", [shape], "a parameter with a dynamic dimension is not "
+                             "supported yet; pass the padded array and its size (s32), then "
+                             "set_dimension_size")
         op = XlaOp(self, shape, parameter_number=number, parameter_name=name, location=user_location())
         self.parameters[number] = op
         self.ops.append(op)

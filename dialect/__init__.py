@@ -1,4 +1,4 @@
-"""The xhlo dialect: types and shapes, the op registry and its IRDL form.
+"""The xhlo dialect: types and shapes, the op registry and its verifier.
 
 Importing this package registers every op. Imports nothing outside `dialect`.
 """
@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (registration side effects)
     ops_core,
     ops_custom,
     ops_dot,
+    ops_dynamic,
     ops_elementwise,
     ops_fft,
     ops_indexing,

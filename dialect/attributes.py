@@ -1,8 +1,7 @@
 """Conversion between Python attribute values and builtin MLIR attributes.
 
-One pair of functions per `AttrKind` of the registry, plus the reading of an
-op's operand groups. Imports `dialect.registry`, `dialect.shape`,
-`dialect.irdl`.
+One pair of functions per `AttrKind` of the registry, plus the encoding and
+reading of an op's operand groups. Imports `dialect.registry`, `dialect.shape`.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ import numpy as np
 from mlir import ir
 
 from .element_types import PrimitiveType, dtype_of, type_from_mlir_name, type_of
-from .irdl import MAX_RUNS, OPERAND_SEGMENTS
 from .mlir_types import to_mlir_type_text
 from .registry import (
     BOOL,
@@ -30,6 +28,9 @@ from .registry import (
     OpDef,
 )
 from .shape import Shape
+
+#: Operand count of each declared operand, on ops with several variadic operand groups.
+OPERAND_SEGMENTS = "operandSegmentSizes"
 
 
 def _i64(value: int) -> ir.Attribute:
@@ -121,34 +122,102 @@ def _dict_value(attr: ir.Attribute) -> Any:
     return tuple(ir.DenseI64ArrayAttr(attr))
 
 
-def operand_groups(opdef: OpDef, operation: ir.Operation) -> dict[str, list[ir.Value]]:
-    """The op's operands by registry operand name (a variadic name maps to a list)."""
+def needs_segment_sizes(opdef: OpDef) -> bool:
+    """Only an op with two or more variadic groups needs its group sizes spelled out:
+    with one, the variadic group takes whatever the fixed operands leave."""
+    return sum(o.variadic for o in opdef.operands) > 1
+
+
+def segment_sizes_attr(opdef: OpDef, sizes: list[int]) -> dict[str, ir.Attribute]:
+    """The attribute (if any) recording the operand count of each declared operand."""
+    if not needs_segment_sizes(opdef):
+        return {}
+    return {OPERAND_SEGMENTS: ir.DenseI32ArrayAttr.get(sizes)}
+
+
+def operand_groups(opdef: OpDef, operation: ir.Operation) -> dict[str, Any]:
+    """The op's operands by registry operand name (a variadic name maps to a list).
+
+    Raises ValueError when the operands do not fit the registry's groups: `dialect.verify`
+    reports it with the op's location."""
     values = list(operation.operands)
-    if not any(o.variadic for o in opdef.operands):
+    fixed = sum(not o.variadic for o in opdef.operands)
+    if needs_segment_sizes(opdef):
+        sizes = _segment_sizes(opdef, operation, len(values))
+    elif any(o.variadic for o in opdef.operands):
+        if len(values) < fixed:
+            raise ValueError(f"takes at least {fixed} operand{'s' * (fixed != 1)} "
+                             f"({_signature(opdef)}), got {len(values)}")
+        sizes = [len(values) - fixed if o.variadic else 1 for o in opdef.operands]
+    else:
+        if len(values) != fixed:
+            raise ValueError(f"takes {fixed} operand{'s' * (fixed != 1)} ({_signature(opdef)}), "
+                             f"got {len(values)}")
         return {o.name: values[i] for i, o in enumerate(opdef.operands)}
-    sizes = list(ir.DenseI32ArrayAttr(operation.attributes[OPERAND_SEGMENTS]))
     groups: dict[str, Any] = {}
     pos = 0
-    seg = 0
-    for operand in opdef.operands:
-        count = sum(sizes[seg : seg + MAX_RUNS]) if operand.variadic else 1
-        seg += MAX_RUNS if operand.variadic else 1
+    for operand, count in zip(opdef.operands, sizes):
         chunk = values[pos : pos + count]
         groups[operand.name] = chunk if operand.variadic else chunk[0]
         pos += count
     return groups
 
 
+def _signature(opdef: OpDef) -> str:
+    return ", ".join(o.name + ("..." if o.variadic else "") for o in opdef.operands) or "none"
+
+
+def _segment_sizes(opdef: OpDef, operation: ir.Operation, count: int) -> list[int]:
+    where = f"{OPERAND_SEGMENTS} (one operand count per group: {_signature(opdef)})"
+    if OPERAND_SEGMENTS not in operation.attributes:
+        raise ValueError(f"needs the attribute {where}")
+    try:
+        sizes = list(ir.DenseI32ArrayAttr(operation.attributes[OPERAND_SEGMENTS]))
+    except ValueError:
+        raise ValueError(f"{where} must be an array<i32: ...>, got "
+                         f"{operation.attributes[OPERAND_SEGMENTS]}") from None
+    if len(sizes) != len(opdef.operands) or any(s < 0 for s in sizes) or any(
+            s != 1 for s, o in zip(sizes, opdef.operands) if not o.variadic):
+        raise ValueError(f"{where} is {sizes}")
+    if sum(sizes) != count:
+        raise ValueError(f"{where} is {sizes}, which sums to {sum(sizes)}, but the op has "
+                         f"{count} operands")
+    return sizes
+
+
+_KIND_TEXT = {
+    I64_ARRAY: "array<i64: ...>", INT: "an integer (1 : i64)", FLOAT: "a float (1.0 : f64)",
+    BOOL: "true or false", STR: 'a string ("...")', ELEMENT_TYPE: "a type (f32)",
+    ELEMENTS: "dense<...> elements", PAIRS: "array<i64: ...> of pairs", SYMBOL: "a symbol (@name)",
+    DICT: "a dictionary {...}",
+}
+
+
 def attribute_values(opdef: OpDef, operation: ir.Operation) -> dict[str, Any]:
-    """The op's registry attributes as Python values (ELEMENTS needs the result shape)."""
+    """The op's registry attributes as Python values (ELEMENTS needs the result shape).
+
+    Raises ValueError naming the attribute when one is missing or of the wrong kind."""
     result: dict[str, Any] = {}
     for name, kind in opdef.attrs.items():
-        result[name] = from_mlir(kind, operation.attributes[name])
+        attr = _attribute(operation, name, _KIND_TEXT[kind])
+        try:
+            result[name] = from_mlir(kind, attr)
+        except ValueError:
+            raise ValueError(f"attribute {name!r} must be {_KIND_TEXT[kind]}, got {attr}") from None
     for name in opdef.computations:
-        attr = operation.attributes[name]
-        if isinstance(attr, ir.ArrayAttr):
-            result[name] = [ir.FlatSymbolRefAttr(a).value for a in attr]
-        else:
-            result[name] = ir.FlatSymbolRefAttr(attr).value
+        attr = _attribute(operation, name, "a symbol (@name)")
+        try:
+            if isinstance(attr, ir.ArrayAttr):
+                result[name] = [ir.FlatSymbolRefAttr(a).value for a in attr]
+            else:
+                result[name] = ir.FlatSymbolRefAttr(attr).value
+        except ValueError:
+            raise ValueError(f"attribute {name!r} must be a symbol (@name) or an array of "
+                             f"them, got {attr}") from None
     return result
 
+
+def _attribute(operation: ir.Operation, name: str, kind: str) -> ir.Attribute:
+    if name not in operation.attributes:
+        raise ValueError(f"missing attribute {name!r} ({kind}); every attribute is always present")
+    return operation.attributes[name]

@@ -1,6 +1,7 @@
 """XLA's element types (`PrimitiveType`, numbered as in xla_data.proto) and their numpy dtypes.
 
-BF16 is stored as ``ml_dtypes.bfloat16``. Also the element types' MLIR names, both ways.
+BF16 and the narrow types (S2/S4/U2/U4, the 8- and 4-bit floats) are stored as
+ml_dtypes' types, one element per byte. Also the element types' MLIR names, both ways.
 Pure Python on numpy and ml_dtypes; imports nothing of ours except ``dialect.errors``.
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import ml_dtypes
 import numpy as np
@@ -16,9 +17,10 @@ import numpy as np
 from .errors import ShapeError
 
 __all__ = [
-    "BF16", "C64", "C128", "F16", "F32", "F64", "PRED", "S8", "S16", "S32", "S64", "TOKEN",
-    "TOKEN_MLIR_TYPE", "TUPLE", "U8", "U16", "U32", "U64", "PrimitiveType", "dtype_of",
-    "type_from_mlir_name", "type_of",
+    "BF16", "C64", "C128", "F4E2M1FN", "F8E3M4", "F8E4M3", "F8E4M3B11FNUZ", "F8E4M3FN",
+    "F8E4M3FNUZ", "F8E5M2", "F8E5M2FNUZ", "F8E8M0FNU", "F16", "F32", "F64", "PRED", "S2", "S4",
+    "S8", "S16", "S32", "S64", "TOKEN", "TOKEN_MLIR_TYPE", "TUPLE", "U2", "U4", "U8", "U16", "U32",
+    "U64", "FloatFormat", "PrimitiveType", "dtype_of", "type_from_mlir_name", "type_of",
 ]
 
 #: The MLIR type text of a token in the project's dialect.
@@ -48,6 +50,19 @@ class PrimitiveType(enum.IntEnum):
     BF16 = 16
     TOKEN = 17
     C128 = 18
+    F8E5M2 = 19
+    F8E4M3FN = 20
+    S4 = 21
+    U4 = 22
+    F8E4M3B11FNUZ = 23
+    F8E5M2FNUZ = 24
+    F8E4M3FNUZ = 25
+    S2 = 26
+    U2 = 27
+    F8E4M3 = 28
+    F8E3M4 = 29
+    F4E2M1FN = 32
+    F8E8M0FNU = 33
 
     def __str__(self) -> str:
         return self.text_name
@@ -74,8 +89,26 @@ class PrimitiveType(enum.IntEnum):
 
     @property
     def is_floating(self) -> bool:
-        """F16, BF16, F32 or F64 (complex types are not floating)."""
+        """A real floating-point type: F16, BF16, F32, F64 or a narrow float (F8*, F4E2M1FN)."""
         return self in _FLOATING
+
+    @property
+    def is_narrow_float(self) -> bool:
+        """The 8- and 4-bit floats (F8*, F4E2M1FN): stored one per byte, computed in f32."""
+        return self in _NARROW_FORMATS
+
+    @property
+    def is_sub_byte_int(self) -> bool:
+        """S2, S4, U2, U4: stored one per byte (the low bits), computed in their own width."""
+        return self in _SUB_BYTE_INTS
+
+    @property
+    def float_format(self) -> FloatFormat:
+        """The encoding of a floating type (F16, BF16, F32, F64 and the narrow floats)."""
+        try:
+            return _FLOAT_FORMATS[self]
+        except KeyError:
+            raise ShapeError("float_format", [], f"{self.text_name} is not a floating type") from None
 
     @property
     def is_complex(self) -> bool:
@@ -120,6 +153,28 @@ class PrimitiveType(enum.IntEnum):
         return self
 
 
+class FloatFormat(NamedTuple):
+    """One binary float encoding: sign bit (unless unsigned), exponent, mantissa.
+
+    ``bias``: the exponent bias. ``has_inf``: the all-ones exponent with a zero
+    mantissa is infinity. ``nan``: where NaN lives: ``"ieee"`` (exponent all ones,
+    mantissa nonzero), ``"all_ones"`` (FN: only exponent and mantissa all ones),
+    ``"neg_zero"`` (FNUZ: the bit pattern of -0, so no -0 exists), ``"none"``.
+    ``signed``: False for F8E8M0FNU (no sign bit).
+    """
+
+    exponent_bits: int
+    mantissa_bits: int
+    bias: int
+    has_inf: bool
+    nan: str
+    signed: bool = True
+
+    @property
+    def bits(self) -> int:
+        return int(self.signed) + self.exponent_bits + self.mantissa_bits
+
+
 PRED = PrimitiveType.PRED
 S8 = PrimitiveType.S8
 S16 = PrimitiveType.S16
@@ -135,12 +190,45 @@ F32 = PrimitiveType.F32
 F64 = PrimitiveType.F64
 C64 = PrimitiveType.C64
 C128 = PrimitiveType.C128
+S2 = PrimitiveType.S2
+S4 = PrimitiveType.S4
+U2 = PrimitiveType.U2
+U4 = PrimitiveType.U4
+F8E5M2 = PrimitiveType.F8E5M2
+F8E4M3FN = PrimitiveType.F8E4M3FN
+F8E4M3B11FNUZ = PrimitiveType.F8E4M3B11FNUZ
+F8E5M2FNUZ = PrimitiveType.F8E5M2FNUZ
+F8E4M3FNUZ = PrimitiveType.F8E4M3FNUZ
+F8E4M3 = PrimitiveType.F8E4M3
+F8E3M4 = PrimitiveType.F8E3M4
+F4E2M1FN = PrimitiveType.F4E2M1FN
+F8E8M0FNU = PrimitiveType.F8E8M0FNU
 TOKEN = PrimitiveType.TOKEN
 TUPLE = PrimitiveType.TUPLE
 
-_SIGNED = frozenset({S8, S16, S32, S64})
-_UNSIGNED = frozenset({U8, U16, U32, U64})
-_FLOATING = frozenset({F16, BF16, F32, F64})
+_SIGNED = frozenset({S2, S4, S8, S16, S32, S64})
+_UNSIGNED = frozenset({U2, U4, U8, U16, U32, U64})
+_SUB_BYTE_INTS = frozenset({S2, S4, U2, U4})
+# The formats as ml_dtypes and LLVM's APFloat define them.
+_NARROW_FORMATS = {
+    F8E5M2: FloatFormat(5, 2, 15, True, "ieee"),
+    F8E4M3FN: FloatFormat(4, 3, 7, False, "all_ones"),
+    F8E4M3B11FNUZ: FloatFormat(4, 3, 11, False, "neg_zero"),
+    F8E5M2FNUZ: FloatFormat(5, 2, 16, False, "neg_zero"),
+    F8E4M3FNUZ: FloatFormat(4, 3, 8, False, "neg_zero"),
+    F8E4M3: FloatFormat(4, 3, 7, True, "ieee"),
+    F8E3M4: FloatFormat(3, 4, 3, True, "ieee"),
+    F4E2M1FN: FloatFormat(2, 1, 1, False, "none"),
+    F8E8M0FNU: FloatFormat(8, 0, 127, False, "all_ones", signed=False),
+}
+_FLOAT_FORMATS = {
+    F16: FloatFormat(5, 10, 15, True, "ieee"),
+    BF16: FloatFormat(8, 7, 127, True, "ieee"),
+    F32: FloatFormat(8, 23, 127, True, "ieee"),
+    F64: FloatFormat(11, 52, 1023, True, "ieee"),
+    **_NARROW_FORMATS,
+}
+_FLOATING = frozenset(_FLOAT_FORMATS)
 _COMPLEX = frozenset({C64, C128})
 
 _BIT_WIDTH = {
@@ -159,6 +247,12 @@ _BIT_WIDTH = {
     F64: 64,
     C64: 64,
     C128: 128,
+    S2: 2,
+    S4: 4,
+    U2: 2,
+    U4: 4,
+    F4E2M1FN: 4,
+    **{t: 8 for t in _NARROW_FORMATS if t is not F4E2M1FN},
     TOKEN: 0,
     TUPLE: 0,
 }
@@ -181,6 +275,19 @@ _MLIR_NAME = {
     F64: "f64",
     C64: "complex<f32>",
     C128: "complex<f64>",
+    S2: "i2",
+    S4: "i4",
+    U2: "ui2",
+    U4: "ui4",
+    F8E5M2: "f8E5M2",
+    F8E4M3FN: "f8E4M3FN",
+    F8E4M3B11FNUZ: "f8E4M3B11FNUZ",
+    F8E5M2FNUZ: "f8E5M2FNUZ",
+    F8E4M3FNUZ: "f8E4M3FNUZ",
+    F8E4M3: "f8E4M3",
+    F8E3M4: "f8E3M4",
+    F4E2M1FN: "f4E2M1FN",
+    F8E8M0FNU: "f8E8M0FNU",
     TOKEN: TOKEN_MLIR_TYPE,
     TUPLE: "tuple",
 }
@@ -201,6 +308,19 @@ _DTYPE = {
     F64: np.dtype(np.float64),
     C64: np.dtype(np.complex64),
     C128: np.dtype(np.complex128),
+    S2: np.dtype(ml_dtypes.int2),
+    S4: np.dtype(ml_dtypes.int4),
+    U2: np.dtype(ml_dtypes.uint2),
+    U4: np.dtype(ml_dtypes.uint4),
+    F8E5M2: np.dtype(ml_dtypes.float8_e5m2),
+    F8E4M3FN: np.dtype(ml_dtypes.float8_e4m3fn),
+    F8E4M3B11FNUZ: np.dtype(ml_dtypes.float8_e4m3b11fnuz),
+    F8E5M2FNUZ: np.dtype(ml_dtypes.float8_e5m2fnuz),
+    F8E4M3FNUZ: np.dtype(ml_dtypes.float8_e4m3fnuz),
+    F8E4M3: np.dtype(ml_dtypes.float8_e4m3),
+    F8E3M4: np.dtype(ml_dtypes.float8_e3m4),
+    F4E2M1FN: np.dtype(ml_dtypes.float4_e2m1fn),
+    F8E8M0FNU: np.dtype(ml_dtypes.float8_e8m0fnu),
 }
 _TYPE_OF_DTYPE = {dt: t for t, dt in _DTYPE.items()}
 
@@ -220,8 +340,10 @@ MLIR_ELEMENT_TYPES: dict[str, PrimitiveType] = {
     "f64": F64,
     "complex<f32>": C64,
     "complex<f64>": C128,
+    **{_MLIR_NAME[t]: t for t in _NARROW_FORMATS},
 }
-for _bits, _s, _u in ((8, S8, U8), (16, S16, U16), (32, S32, U32), (64, S64, U64)):
+for _bits, _s, _u in ((2, S2, U2), (4, S4, U4), (8, S8, U8), (16, S16, U16), (32, S32, U32),
+                      (64, S64, U64)):
     MLIR_ELEMENT_TYPES[f"i{_bits}"] = _s
     MLIR_ELEMENT_TYPES[f"si{_bits}"] = _s
     MLIR_ELEMENT_TYPES[f"ui{_bits}"] = _u
@@ -231,7 +353,8 @@ del _bits, _s, _u
 def dtype_of(t: Any) -> np.dtype:
     """The numpy dtype storing elements of type ``t`` (anything :func:`type_of` accepts).
 
-    PRED -> ``bool``, BF16 -> ``ml_dtypes.bfloat16``, C64 -> ``complex64``...
+    PRED -> ``bool``, BF16 -> ``ml_dtypes.bfloat16``, C64 -> ``complex64``, S4 ->
+    ``ml_dtypes.int4``, F8E5M2 -> ``ml_dtypes.float8_e5m2``...
     TOKEN and TUPLE have no dtype and raise :class:`ShapeError`.
     """
     pt = type_of(t)

@@ -24,8 +24,13 @@ Where the dialect differs from HLO, the text shows what XLA would hold instead:
 - `infeed`/`recv` results are the data alone (XLA's are `(data, token[])` tuples);
   `send`/`recv` print their channel as `channel_id=N` (or `frontend_attributes` for a
   named channel), without XLA's `send-done`/`recv-done` halves;
+- `composite_call` prints as XLA's CompositeCall does: a `call` with `is_composite=true`
+  and the name, attributes and version in `frontend_attributes` (`composite.name=...`);
 - `all_to_all` prints XLA's `dimensions={split_dimension}` and keeps the concat
   dimension and split count in `frontend_attributes`.
+- bounded dynamic shapes print as `f32[<=10]` where the module says so
+  (dialect/hlo_dynamic.py; what it cannot say: docs/hlo_text.md); the entry's
+  `(padded, sizes...)` packing is left out, its ROOT is the dynamic value.
 
 Imports `dialect` modules only.
 """
@@ -40,10 +45,13 @@ import numpy as np
 from mlir import ir
 
 from .attributes import attribute_values, operand_groups
+from .context import new_context
 from .element_types import PrimitiveType, dtype_of
+from .entry_layouts import with_entry_layouts
 from .errors import CompileError
-from .irdl import new_context
+from .hlo_dynamic import result_shapes
 from .mlir_types import shape_from_mlir_type_text
+from .ops_dynamic import DYNAMIC_RESULT_ATTR
 from .registry import DIALECT, REGISTRY, OpDef
 from .shape import Shape
 
@@ -78,13 +86,16 @@ def hlo_text(module_text: str, name: str = "main",
 
 
 def shape_text(shape: Shape, layout: bool = True) -> str:
-    """`f32[2,3]{1,0}` (layout for arrays of rank >= 1 when `layout`), `(f32[], s32[2]{0})`,
-    `token[]`: XLA's `ShapeUtil::HumanStringWithLayout` / `HumanString`."""
+    """`f32[2,3]{1,0}` (layout for arrays of rank >= 1 when `layout`), `f32[<=10]{0}` (a
+    dynamic dimension: its bound), `(f32[], s32[2]{0})`, `token[]`: XLA's
+    `ShapeUtil::HumanStringWithLayout` / `HumanString`."""
     if shape.is_tuple():
         return "(" + ", ".join(shape_text(s, layout) for s in shape.tuple_shapes) + ")"
     if shape.is_token():
         return "token[]"
-    text = f"{shape.element_type.text_name}[{','.join(map(str, shape.dimensions))}]"
+    dims = ",".join(f"<={d}" if dynamic else str(d)
+                    for d, dynamic in zip(shape.dimensions, shape.dynamic_dimensions))
+    text = f"{shape.element_type.text_name}[{dims}]"
     if layout and shape.rank:
         minor_to_major = shape.layout.minor_to_major if shape.layout else range(shape.rank - 1, -1, -1)
         text += "{" + ",".join(map(str, minor_to_major)) + "}"
@@ -163,19 +174,6 @@ def _opdef(op: Any) -> OpDef | None:
     return REGISTRY.get(name[len(DIALECT) + 1:])
 
 
-def _layout_of(attrs: Any, index: int) -> tuple[int, ...] | None:
-    if attrs is None:
-        return None
-    entry = ir.DictAttr(list(ir.ArrayAttr(attrs))[index])
-    if "xhlo.layout" not in entry:
-        return None
-    return tuple(ir.DenseI64ArrayAttr(entry["xhlo.layout"]))
-
-
-def _with_layout(shape: Shape, layout: tuple[int, ...] | None) -> Shape:
-    return shape.with_layout(layout) if layout is not None and shape.is_array() else shape
-
-
 class _ComputationPrinter:
     """One function as an HLO computation; values are named as they are printed."""
 
@@ -189,13 +187,28 @@ class _ComputationPrinter:
         attrs = func.attributes
         arg_attrs = attrs["arg_attrs"] if "arg_attrs" in attrs else None
         res_attrs = attrs["res_attrs"] if "res_attrs" in attrs else None
-        self.parameter_shapes = [_with_layout(shape_from_mlir_type_text(str(t)), _layout_of(arg_attrs, i))
+        self.parameter_shapes = [with_entry_layouts(shape_from_mlir_type_text(str(t)), arg_attrs, i)
                                  for i, t in enumerate(fn_type.inputs)]
         results = [shape_from_mlir_type_text(str(t)) for t in fn_type.results]
         if len(results) == 1:
-            self.result_shape = _with_layout(results[0], _layout_of(res_attrs, 0))
+            self.result_shape = with_entry_layouts(results[0], res_attrs, 0)
         else:
             self.result_shape = Shape.tuple(results)
+        # What the computation returns is as its type (or dynamic_result) says, whatever was
+        # propagated to it: a remove_dynamic_dimension_size before it left no op.
+        self.returned: dict[ir.Value, Shape | None] = {}
+        self.packing: Any = None  # the entry's (result, sizes...) tuple: not XLA's, not printed
+        returned = list(list(_body(func).operations)[-1].operands)
+        dynamic = (ir.StringAttr(attrs[DYNAMIC_RESULT_ATTR]).value
+                   if symbol == "main" and DYNAMIC_RESULT_ATTR in attrs else None)
+        packing = returned[0].owner if len(returned) == 1 else None
+        if dynamic is not None and not isinstance(packing, (ir.Block, type(None))) \
+                and packing.name == f"{DIALECT}.tuple":
+            self.packing = packing
+            self.result_shape = Shape.parse(dynamic)
+            self.returned[packing.operands[0]] = self.result_shape
+        else:
+            self.returned.update((v, None) for v in returned)
 
     # -- naming --------------------------------------------------------------------------------
 
@@ -223,7 +236,10 @@ class _ComputationPrinter:
         root = None
         for op in block.operations:
             if op.operation.name == "func.return":
-                root = self._root(list(op.operands))
+                returned = [self.packing.operands[0]] if self.packing is not None else list(op.operands)
+                root = self._root(returned)
+                continue
+            if self.packing is not None and op.operation == self.packing:
                 continue
             self._instruction(op)
         root_prefix = f"%{root} = "
@@ -248,10 +264,12 @@ class _ComputationPrinter:
             raise CompileError(f"as_hlo_text: {op.operation.name} is not an xhlo op")
         groups = operand_groups(opdef, op.operation)
         attrs = attribute_values(opdef, op.operation)
-        operands = [v for g in groups.values() for v in (g if isinstance(g, list) else [g])]
-        opcode, extra, operands = _describe(opdef.name, op, groups, attrs, operands, self)
+        every = [v for g in groups.values() for v in (g if isinstance(g, list) else [g])]
+        opcode, extra, operands = _describe(opdef.name, op, groups, attrs, every, self)
         results = list(op.results)
-        shapes = [shape_from_mlir_type_text(str(r.type)) for r in results]
+        shapes = result_shapes(opdef, every, attrs, lambda v: self.values[v][1],
+                               [shape_from_mlir_type_text(str(r.type)) for r in results], _int_constant)
+        shapes = [self._as_returned(r, s) for r, s in zip(results, shapes)]
         as_tuple = opdef.name == "rng_bit_generator" or (opdef.results is None and len(results) != 1)
         shape = Shape.tuple(shapes) if as_tuple else shapes[0]
         name = self.fresh(opcode)
@@ -267,8 +285,31 @@ class _ComputationPrinter:
             self.emit(element, leaf, f"get-tuple-element({shape_text(shape)} %{name}), index={i}")
             self.values[result] = (element, leaf)
 
+    def _as_returned(self, value: ir.Value, shape: Shape) -> Shape:
+        if value not in self.returned:
+            return shape
+        given = self.returned[value]
+        return given if given is not None else _static(shape)
+
     def computation(self, symbol: str) -> str:
         return "%" + self.module.computation_names.get(symbol, symbol)
+
+
+def _static(shape: Shape) -> Shape:
+    if shape.is_tuple():
+        return Shape.tuple([_static(s) for s in shape.tuple_shapes])
+    return shape.with_dynamic_dimensions(None) if shape.is_array() else shape
+
+
+def _int_constant(value: ir.Value) -> int | None:
+    """The value of an integer scalar xhlo.constant, None for anything else."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != f"{DIALECT}.constant":
+        return None
+    attr = owner.attributes["value"]
+    if not isinstance(attr, ir.DenseIntElementsAttr) or ir.ShapedType(attr.type).rank != 0:
+        return None
+    return int(attr[0]) if hasattr(attr, "__getitem__") else None
 
 
 # -- attributes ----------------------------------------------------------------------------------
@@ -383,8 +424,11 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
         return opcode, [f"padding={config}"], operands
     if kind == "iota":
         return opcode, [f"iota_dimension={a['iota_dimension']}"], operands
-    if kind == "get_dimension_size":
+    if kind in ("get_dimension_size", "set_dimension_size"):
         return opcode, [f"dimensions={{{a['dimension']}}}"], operands
+    if kind == "dynamic_reshape":  # XLA's operands: the array and the output sizes (the
+        # input sizes are this dialect's, for the lowering; the bounds are in the shape)
+        return opcode, [], [groups["operand"], *groups["output_sizes"]]
     if kind == "get_tuple_element":
         return opcode, [f"index={a['index']}"], operands
     if kind == "reduce_precision":
@@ -422,12 +466,16 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
     if kind == "select_and_scatter":
         return opcode, [_window(a["window_dimensions"], a["window_strides"], a["padding"]),
                         f"select={comp(a['select'])}", f"scatter={comp(a['scatter'])}"], operands
-    if kind == "dot_general":
+    if kind in ("dot_general", "ragged_dot", "scaled_dot"):
         extra = []
         for side in ("lhs", "rhs"):
             if a[f"{side}_batch_dimensions"]:
                 extra.append(f"{side}_batch_dims={_ints(a[f'{side}_batch_dimensions'])}")
             extra.append(f"{side}_contracting_dims={_ints(a[f'{side}_contracting_dimensions'])}")
+        if kind == "ragged_dot":  # XLA's RaggedDotDimensionNumbersToString
+            extra.append(f"lhs_ragged_dims={_ints(a['lhs_ragged_dimensions'])}")
+            if a["rhs_group_dimensions"]:
+                extra.append(f"rhs_group_dims={_ints(a['rhs_group_dimensions'])}")
         return opcode, extra + [_precision(a["precision_config"])], operands
     if kind == "convolution":
         sizes = [printer.values[operands[1]][1].dimensions[d] for d in a["kernel_spatial_dimensions"]]
@@ -451,8 +499,20 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
                         f"to_apply={comp(a['comparator'])}"], operands
     if kind == "call":
         return opcode, [f"to_apply={comp(a['to_apply'])}"], operands
+    if kind == "composite_call":  # XLA's CompositeCall: a kCall marked is_composite
+        composite = [f"composite.attributes={a['composite_attributes'] or '{}'}",
+                     f"composite.name={_quote(a['name'])}",
+                     f"composite.version={_quote(str(a['version']))}"]
+        return "call", [f"to_apply={comp(a['to_apply'])}", "is_composite=true",
+                        "frontend_attributes={" + ",".join(composite) + "}"], operands
     if kind == "while":
         return opcode, [f"condition={comp(a['cond'])}", f"body={comp(a['body'])}"], operands
+    if kind == "scan":  # as XLA prints kScan: the inputs then the inits, and their split
+        return opcode, [f"dimensions={{{a['scan_dimension']}}}",
+                        f"num_carries={len(groups['inits'])}",
+                        "is_reverse=true" if a["is_reverse"] else "",
+                        f"is_associative={a['is_associative']}" if a["is_associative"] else "",
+                        f"to_apply={comp(a['to_apply'])}"], operands
     if kind == "case":
         branches = a["branches"]
         pred = printer.values[groups["index"]][1].element_type == PrimitiveType.PRED
@@ -476,7 +536,7 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
     if kind in ("send", "recv"):
         return opcode, [_channel(a["channel"])], operands
     if kind in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "collective_broadcast",
-                "collective_permute"):
+                "collective_permute", "ragged_all_to_all"):
         extra = []
         if a.get("channel_id"):
             extra.append(f"channel_id={a['channel_id']}")

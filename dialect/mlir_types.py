@@ -34,7 +34,7 @@ def to_mlir_type_text(shape: Shape) -> str:
 class _MlirTypeParser:
     _SPACE = re.compile(r"\s*")
     _DIM = re.compile(r"([0-9]+)\s*x")
-    _ELEM = re.compile(r"complex\s*<\s*[a-z0-9]+\s*>|[a-z][a-z0-9]*")
+    _ELEM = re.compile(r"complex\s*<\s*[a-z0-9]+\s*>|[a-z][a-zA-Z0-9]*")
 
     def __init__(self, text: str) -> None:
         self.text = text

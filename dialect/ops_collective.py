@@ -18,6 +18,9 @@ knows it (`check_replica_groups`).
 - `collective_permute(operand) {source_target_pairs}`: replicas no pair targets get zeros.
 - `collective_broadcast(operand) {replica_groups}`: the first replica of each group
   sends; replicas outside every group get zeros.
+- `ragged_all_to_all(input, output, input_offsets, send_sizes, output_offsets, recv_sizes)`
+  (XLA's HLO operand order): row slices of variable length sent to each member of the
+  group, written into the receiver's copy of `output` at the sender's output_offsets.
 
 Imports `dialect.registry`, `dialect.shape`, `dialect.errors`, `dialect.ops_reduce`.
 """
@@ -226,9 +229,49 @@ def infer_collective_broadcast(operand: Shape, *, replica_groups: str, channel_i
     return operand.with_default_layout()
 
 
+RAGGED_INDEX_TYPES = (PrimitiveType.S32, PrimitiveType.S64)
+
+
+def infer_ragged_all_to_all(input: Shape, output: Shape, input_offsets: Shape,  # noqa: A002
+                            send_sizes: Shape, output_offsets: Shape, recv_sizes: Shape, *,
+                            replica_groups: str, channel_id: int) -> Shape:
+    """The result is `output` with the received rows written in (seed: RaggedAllToAll; XLA's
+    ShapeInference::InferRaggedAllToAllShape and the HLO verifier's operand checks)."""
+    op = "ragged_all_to_all"
+    shapes = [input, output, input_offsets, send_sizes, output_offsets, recv_sizes]
+    require_arrays(op, shapes, allow_many=True)
+    groups = check_groups(op, shapes, replica_groups)
+    _channel(op, shapes, channel_id)
+    if input.rank < 1 or output.rank != input.rank:
+        raise ShapeError(op, shapes, f"input and output must have the same rank, at least 1 (the "
+                         f"ragged dimension is dimension 0), got {input} and {output}")
+    if input.element_type != output.element_type:
+        raise ShapeError(op, shapes, f"input and output must have one element type, got {input} "
+                         f"and {output}")
+    if input.dimensions[1:] != output.dimensions[1:]:
+        raise ShapeError(op, shapes, f"input and output rows must have one shape (every dimension "
+                         f"but 0), got {input} and {output}")
+    names = ("input_offsets", "send_sizes", "output_offsets", "recv_sizes")
+    metadata = shapes[2:]
+    for name, s in zip(names, metadata):
+        if s.rank not in (1, 2):
+            raise ShapeError(op, shapes, f"{name} must have rank 1 ([num_devices]) or 2 "
+                             f"([num_devices, num_updates]), got {s}")
+        if s.element_type not in RAGGED_INDEX_TYPES:
+            raise ShapeError(op, shapes, f"{name} must be s32 or s64, got {s}")
+        if s.with_default_layout() != input_offsets.with_default_layout():
+            raise ShapeError(op, shapes, f"the offsets and sizes must all have one shape, got "
+                             f"input_offsets {input_offsets} and {name} {s}")
+    if groups and input_offsets.dimensions[0] != len(groups[0]):
+        raise ShapeError(op, shapes, f"the offsets and sizes have one row per replica of the group: "
+                         f"{input_offsets.dimensions[0]} rows for groups of {len(groups[0])}")
+    return output.with_default_layout()
+
+
 # Which attribute sizes each op's groups (None: any size).
 GROUP_SIZE_ATTR = {"all_gather": "shard_count", "reduce_scatter": "shard_count",
-                   "all_to_all": "split_count", "all_reduce": None, "collective_broadcast": None}
+                   "all_to_all": "split_count", "all_reduce": None, "collective_broadcast": None,
+                   "ragged_all_to_all": None}
 # The ops `check_replica_groups` checks against the replica count.
 GROUPED_OPS = frozenset(GROUP_SIZE_ATTR) | {"collective_permute"}
 
@@ -288,6 +331,12 @@ define(OpDef("collective_permute", (Operand("operand"),),
              {"source_target_pairs": PAIRS, "channel_id": INT}, infer_collective_permute,
              doc="Send the operand from each pair's source to its target; replicas no pair targets "
                  "get zeros (spec#collective_permute)."))
+define(OpDef("ragged_all_to_all", tuple(Operand(name) for name in (
+                 "input", "output", "input_offsets", "send_sizes", "output_offsets", "recv_sizes")),
+             _GROUPED, infer_ragged_all_to_all,
+             doc="Rows input[input_offsets[j]:+send_sizes[j]] go to member j of the group, which "
+                 "writes them into its output at output_offsets[j]; rows nobody writes keep "
+                 "output's values (seed: RaggedAllToAll)."))
 define(OpDef("collective_broadcast", (Operand("operand"),), _GROUPED, infer_collective_broadcast,
              doc="Every replica of a group gets the group's first replica's operand; replicas outside "
                  "every group get zeros (spec#collective_broadcast)."))

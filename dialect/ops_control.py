@@ -1,4 +1,5 @@
-"""Computations and control flow: call, map, while, conditional (case), optimization_barrier.
+"""Computations and control flow: call, composite_call, map, while, conditional (case), scan,
+optimization_barrier.
 
 A sub-computation reaches a shape rule as its program shape
 `(parameter_shapes, result_shape)`. Imports `dialect.registry`,
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from .element_types import PrimitiveType
 from .errors import ShapeError
-from .registry import I64_ARRAY, OpDef, Operand, define
+from .registry import BOOL, I64_ARRAY, INT, STR, OpDef, Operand, define
 from .shape import Shape
 
 ProgramShape = tuple[list[Shape], Shape]
@@ -32,6 +33,20 @@ def infer_call(operands: tuple[Shape, ...], *, to_apply: ProgramShape) -> Shape:
     params, result = to_apply
     if len(params) != len(operands) or not all(map(_same, params, operands)):
         raise ShapeError("call", list(operands), f"the computation takes {_show(params)}")
+    return _plain(result)
+
+
+def infer_composite_call(operands: tuple[Shape, ...], *, to_apply: ProgramShape, name: str,
+                         composite_attributes: str, version: int) -> Shape:
+    if not name:
+        raise ShapeError("composite_call", list(operands), "the composite needs a name (e.g. "
+                         "\"foo.bar\")")
+    if version < 0:
+        raise ShapeError("composite_call", list(operands), f"version must be >= 0, got {version}")
+    params, result = to_apply
+    if len(params) != len(operands) or not all(map(_same, params, operands)):
+        raise ShapeError("composite_call", list(operands),
+                         f"the decomposition takes {_show(params)}")
     return _plain(result)
 
 
@@ -101,12 +116,84 @@ def infer_case(index: Shape, operands: tuple[Shape, ...], *,
     return _plain(result)
 
 
+ASSOCIATIVITY = ("", "true", "false")  # is_associative: XLA's tri-state, "" = unspecified
+
+
+def scan_parameters(inputs: tuple[Shape, ...] | list[Shape], inits: tuple[Shape, ...] | list[Shape],
+                    scan_dimension: int) -> list[Shape]:
+    """The shapes to_apply must take: one element of each input (the input without its scan
+    dimension), then the carries; a ShapeError for inputs that cannot be scanned."""
+    shapes = [*inputs, *inits]
+    if not inputs:
+        raise ShapeError("scan", shapes, "scan needs at least one input: the inputs' scan "
+                         "dimension gives the number of steps")
+    for s in shapes:
+        if not s.is_array():
+            raise ShapeError("scan", shapes, f"inputs and inits must be arrays, got {s}")
+    for s in inputs:
+        if not 0 <= scan_dimension < s.rank:
+            raise ShapeError("scan", shapes, f"scan_dimension {scan_dimension} is out of range "
+                             f"for input {s} of rank {s.rank}")
+    steps = inputs[0].dimensions[scan_dimension]
+    for s in inputs:
+        if s.dimensions[scan_dimension] != steps:
+            raise ShapeError("scan", shapes, f"every input must have the same size along "
+                             f"scan_dimension {scan_dimension}: {inputs[0]} has {steps}, {s} has "
+                             f"{s.dimensions[scan_dimension]}")
+    elements = [Shape.array(s.element_type, tuple(s.dimensions[:scan_dimension])
+                            + tuple(s.dimensions[scan_dimension + 1:])) for s in inputs]
+    return [*elements, *(_plain(s) for s in inits)]
+
+
+def infer_scan(inputs: tuple[Shape, ...], inits: tuple[Shape, ...], *, to_apply: ProgramShape,
+               scan_dimension: int, is_reverse: bool, is_associative: str) -> Shape:
+    """(outputs..., final carries...): output j is the body's output j of every step, stacked
+    along `scan_dimension`; the carries have the inits' shapes."""
+    shapes = [*inputs, *inits]
+
+    def fail(rule: str) -> ShapeError:
+        return ShapeError("scan", shapes, rule)
+
+    if is_associative not in ASSOCIATIVITY:
+        raise fail(f"is_associative must be true, false or unspecified, got {is_associative!r}")
+    expected = scan_parameters(inputs, inits, scan_dimension)
+    steps = inputs[0].dimensions[scan_dimension]
+    params, result = to_apply
+    if len(params) != len(expected) or not all(map(_same, params, expected)):
+        raise fail(f"to_apply takes {_show(params)}; it must take one element of each input "
+                   f"then the carries, {_show(expected)}")
+    results = list(result.tuple_shapes) if result.is_tuple() else [result]
+    if len(results) < len(inits):
+        raise fail(f"to_apply returns {result}: it must return its outputs then {len(inits)} "
+                   f"new carries")
+    outputs, carries = results[:len(results) - len(inits)], results[len(results) - len(inits):]
+    for carry, init in zip(carries, inits):
+        if not _same(carry, init):
+            raise fail(f"to_apply returns the carry {carry} for the init {init}: a carry must "
+                       f"keep its shape")
+    stacked = []
+    for out in outputs:
+        if not out.is_array():
+            raise fail(f"to_apply's outputs must be arrays, got {out}")
+        if scan_dimension > out.rank:
+            raise fail(f"scan_dimension {scan_dimension} is out of range for the output "
+                       f"{out}: the steps are stacked along it")
+        dims = tuple(out.dimensions)
+        stacked.append(Shape.array(out.element_type,
+                                   dims[:scan_dimension] + (steps,) + dims[scan_dimension:]))
+    return Shape.tuple([*stacked, *(_plain(s) for s in inits)])
+
+
 def infer_optimization_barrier(operand: Shape) -> Shape:
     return _plain(operand)
 
 
 define(OpDef("call", (Operand("operands", variadic=True),), {}, infer_call,
              doc="Call a computation (spec#call).", computations=("to_apply",)))
+define(OpDef("composite_call", (Operand("operands", variadic=True),),
+             {"name": STR, "composite_attributes": STR, "version": INT}, infer_composite_call,
+             doc="A named composite op: means a call of its decomposition; name, attributes and "
+                 "version are kept for backends (spec#composite).", computations=("to_apply",)))
 define(OpDef("map", (Operand("operands", variadic=True),), {"dimensions": I64_ARRAY}, infer_map,
              doc="Apply a scalar computation elementwise (spec#map).",
              computations=("computation",)))
@@ -115,5 +202,10 @@ define(OpDef("while", (Operand("init"),), {}, infer_while,
 define(OpDef("case", (Operand("index"), Operand("branch_operands", variadic=True)), {}, infer_case,
              doc="Run one branch chosen by an index or a predicate (spec#case).",
              computations=("branches",)))
+define(OpDef("scan", (Operand("inputs", variadic=True), Operand("inits", variadic=True)),
+             {"scan_dimension": INT, "is_reverse": BOOL, "is_associative": STR}, infer_scan,
+             results=None, computations=("to_apply",),
+             doc="Apply to_apply along scan_dimension to each input element and the carries; the "
+                 "outputs of every step stacked, then the final carries (seed: Scan)."))
 define(OpDef("optimization_barrier", (Operand("operand"),), {}, infer_optimization_barrier,
              doc="Identity that blocks moving work across it (spec#optimization_barrier)."))

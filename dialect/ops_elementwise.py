@@ -17,10 +17,10 @@ from .shape import Shape
 
 P = PrimitiveType
 PRED_ = frozenset({P.PRED})
-SINT = frozenset({P.S8, P.S16, P.S32, P.S64})
-UINT = frozenset({P.U8, P.U16, P.U32, P.U64})
+SINT = frozenset(t for t in P if t.is_signed_int)  # s2, s4 too: computed in their own width
+UINT = frozenset(t for t in P if t.is_unsigned_int)
 INT_ = SINT | UINT
-FLOAT = frozenset({P.F16, P.BF16, P.F32, P.F64})
+FLOAT = frozenset(t for t in P if t.is_floating)  # the narrow floats too: computed in f32
 COMPLEX = frozenset({P.C64, P.C128})
 REAL = INT_ | FLOAT
 NUMERIC = INT_ | FLOAT | COMPLEX

@@ -1,9 +1,8 @@
 """The op registry: one `OpDef` per op of the xhlo dialect.
 
-Everything else is derived from it: the IRDL text that defines the dialect in
-an MLIR context (`dialect.irdl`), the builder methods, the verifier for parsed
-text and the lowering lookup. Imports only `dialect.errors` and
-`dialect.shape`.
+Everything else is derived from it: the builder methods, the verifier of xhlo
+ops (`dialect.verify`: the ops are unregistered in MLIR) and the lowering
+lookup. Imports only `dialect.errors` and `dialect.shape`.
 """
 
 from __future__ import annotations

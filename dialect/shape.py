@@ -1,6 +1,9 @@
 """XLA's shape: an immutable, hashable array (element type, dimensions, layout), tuple or token,
 and its text form (``f32[2,3]{0,1}``, ``(f32[2], s32[])``, ``token[]``): ``str`` and a parser.
 
+An array dimension may be *dynamic* with a static bound (XLA's bounded dynamism, text
+``f32[<=10,3]``): ``dimensions`` holds the bound, the runtime size travels beside the value.
+
 Pure Python; imports nothing of ours outside ``dialect`` (element types, layout, errors).
 """
 
@@ -31,9 +34,10 @@ class Shape:
     :meth:`parse`; ``Shape(text)`` is :meth:`parse` too.
     """
 
-    __slots__ = ("_dimensions", "_element_type", "_hash", "_layout", "_tuple_shapes")
+    __slots__ = ("_dimensions", "_dynamic", "_element_type", "_hash", "_layout", "_tuple_shapes")
     _element_type: PrimitiveType
     _dimensions: tuple[int, ...]
+    _dynamic: tuple[bool, ...]  # () when every dimension is static, else one flag per dimension
     _layout: Layout | None
     _tuple_shapes: tuple[Shape, ...]
     _hash: int
@@ -50,13 +54,18 @@ class Shape:
         dimensions: tuple[int, ...],
         layout: Layout | None,
         tuple_shapes: tuple[Shape, ...],
+        dynamic: tuple[bool, ...] = (),
     ) -> Shape:
         s = object.__new__(cls)
+        dynamic = dynamic if any(dynamic) else ()
         object.__setattr__(s, "_element_type", element_type)
         object.__setattr__(s, "_dimensions", dimensions)
+        object.__setattr__(s, "_dynamic", dynamic)
         object.__setattr__(s, "_layout", layout)
         object.__setattr__(s, "_tuple_shapes", tuple_shapes)
-        object.__setattr__(s, "_hash", hash((int(element_type), dimensions, layout, tuple_shapes)))
+        object.__setattr__(
+            s, "_hash", hash((int(element_type), dimensions, dynamic, layout, tuple_shapes))
+        )
         return s
 
     # ---- constructors -------------------------------------------------------------------------
@@ -67,11 +76,14 @@ class Shape:
         element_type: Any,
         dims: Iterable[int],
         minor_to_major: Iterable[int] | Layout | None = None,
+        dynamic_dimensions: Iterable[bool] | None = None,
     ) -> Shape:
         """An array shape. ``element_type``: a :class:`PrimitiveType` or anything
         :func:`type_of` accepts (not TUPLE/TOKEN). ``dims``: non-negative ints.
         ``minor_to_major``: a permutation of ``range(rank)`` (or a :class:`Layout`);
-        ``None`` means the default row-major layout."""
+        ``None`` means the default row-major layout. ``dynamic_dimensions``: one bool per
+        dimension, True for a dynamic one whose ``dims`` entry is its bound (``f32[<=10]``);
+        ``None`` means all static."""
         et = type_of(element_type)
         if not et.is_array_type:
             raise ShapeError(
@@ -103,7 +115,7 @@ class Shape:
                     f"range({rank}) for dimensions {list(dimensions)}",
                 )
             layout = Layout(mtm)
-        return cls._make(et, dimensions, layout, ())
+        return cls._make(et, dimensions, layout, (), _dynamic_flags(dynamic_dimensions, rank))
 
     @classmethod
     def scalar(cls, element_type: Any) -> Shape:
@@ -118,8 +130,8 @@ class Shape:
     @classmethod
     def parse(cls, text: str) -> Shape:
         """Parses XLA's shape text: ``f32[2,3]``, ``f32[2,3]{0,1}``, ``pred[]``,
-        ``f32[]{}``, ``(f32[2], s32[])``, ``((), token[])``. Whitespace and
-        ``/*...*/`` comments between tokens are allowed; anything malformed
+        ``f32[]{}``, ``f32[<=10,3]`` (dimension 0 dynamic, bounded by 10), ``(f32[2], s32[])``,
+        ``((), token[])``. Whitespace and ``/*...*/`` comments between tokens are allowed; anything malformed
         raises :class:`ShapeError` naming the text."""
         if not isinstance(text, str):
             raise ShapeError("Shape.parse", [], f"expected a str, got {type(text).__name__}")
@@ -150,6 +162,36 @@ class Shape:
     def dimensions(self) -> tuple[int, ...]:
         """Dimension sizes; ``()`` for scalars, tuples and tokens."""
         return self._dimensions
+
+    @property
+    def dynamic_dimensions(self) -> tuple[bool, ...]:
+        """One flag per dimension, True where it is dynamic (its size a bound); ``()`` for
+        tuples and tokens."""
+        return self._dynamic or (False,) * len(self._dimensions)
+
+    def is_dynamic_dimension(self, dimension: int) -> bool:
+        """Whether array dimension ``dimension`` (in ``[0, rank)``) is dynamic."""
+        self._require_array("Shape.is_dynamic_dimension")
+        if isinstance(dimension, bool) or not isinstance(dimension, (int, np.integer)) or not (
+            0 <= dimension < len(self._dimensions)
+        ):
+            raise ShapeError(
+                "Shape.is_dynamic_dimension",
+                [self],
+                f"dimension {dimension!r} is out of range for rank {len(self._dimensions)}",
+            )
+        return bool(self._dynamic) and self._dynamic[dimension]
+
+    def is_dynamic(self) -> bool:
+        """Whether any dimension is dynamic, also inside tuples."""
+        return bool(self._dynamic) or any(s.is_dynamic() for s in self._tuple_shapes)
+
+    def with_dynamic_dimensions(self, dynamic_dimensions: Iterable[bool] | None) -> Shape:
+        """The same array shape (dimensions as bounds, layout) with these dynamic flags
+        (``None``: all static)."""
+        self._require_array("Shape.with_dynamic_dimensions")
+        flags = _dynamic_flags(dynamic_dimensions, len(self._dimensions))
+        return Shape._make(self._element_type, self._dimensions, self._layout, (), flags)
 
     @property
     def rank(self) -> int:
@@ -224,14 +266,15 @@ class Shape:
         return Shape.array(self._element_type, dims)
 
     def with_element_type(self, element_type: Any) -> Shape:
-        """An array shape with the same dimensions, ``element_type`` and the default layout."""
+        """An array shape with the same dimensions (and dynamic ones), ``element_type`` and
+        the default layout."""
         self._require_array("Shape.with_element_type")
-        return Shape.array(element_type, self._dimensions)
+        return Shape.array(element_type, self._dimensions, None, self._dynamic or None)
 
     def with_layout(self, minor_to_major: Iterable[int] | Layout | None) -> Shape:
         """The same array shape with another layout (``None``: the default)."""
         self._require_array("Shape.with_layout")
-        return Shape.array(self._element_type, self._dimensions, minor_to_major)
+        return Shape.array(self._element_type, self._dimensions, minor_to_major, self._dynamic or None)
 
     def with_default_layout(self) -> Shape:
         """This shape with every array (also inside tuples) given the default layout."""
@@ -239,7 +282,7 @@ class Shape:
             return Shape.tuple([s.with_default_layout() for s in self._tuple_shapes])
         if self.is_token() or self.has_default_layout():
             return self
-        return Shape.array(self._element_type, self._dimensions)
+        return Shape.array(self._element_type, self._dimensions, None, self._dynamic or None)
 
     def flatten(self) -> list[Shape]:
         """The leaf array and token shapes, depth-first, left to right."""
@@ -269,6 +312,7 @@ class Shape:
             self._hash == other._hash
             and self._element_type is other._element_type
             and self._dimensions == other._dimensions
+            and self._dynamic == other._dynamic
             and self._layout == other._layout
             and self._tuple_shapes == other._tuple_shapes
         )
@@ -281,7 +325,10 @@ class Shape:
             return "(" + ", ".join(str(s) for s in self._tuple_shapes) + ")"
         if self.is_token():
             return "token[]"
-        text = f"{self._element_type.text_name}[{','.join(str(d) for d in self._dimensions)}]"
+        dims = ",".join(
+            f"<={d}" if dynamic else str(d) for d, dynamic in zip(self._dimensions, self.dynamic_dimensions)
+        )
+        text = f"{self._element_type.text_name}[{dims}]"
         if self._layout is not None and not self._layout.is_default():
             text += str(self._layout)
         return text
@@ -291,6 +338,21 @@ class Shape:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Shape.parse, (str(self),))
+
+
+def _dynamic_flags(flags: Iterable[bool] | None, rank: int) -> tuple[bool, ...]:
+    if flags is None:
+        return ()
+    if isinstance(flags, (str, bytes)) or not isinstance(flags, Iterable):
+        raise ShapeError("Shape.array", [], f"dynamic_dimensions must be a sequence of bools, got {flags!r}")
+    values = tuple(flags)
+    if len(values) != rank or not all(isinstance(f, (bool, np.bool_)) for f in values):
+        raise ShapeError(
+            "Shape.array",
+            [],
+            f"dynamic_dimensions must be {rank} bools (one per dimension), got {list(values)}",
+        )
+    return tuple(bool(f) for f in values) if any(values) else ()
 
 
 _TOKEN_SHAPE = Shape._make(PrimitiveType.TOKEN, (), None, ())
@@ -377,7 +439,7 @@ class _ShapeParser:
             raise self.fail(f"unknown element type {name!r}")
         self.pos = m.end()
         self.expect("[")
-        dims = self.int_list("]")
+        dims, dynamic = self.dimension_list()
         mtm: list[int] | None = None
         if self.peek() == "{":
             self.pos += 1
@@ -391,7 +453,37 @@ class _ShapeParser:
                 f"layout {{{','.join(map(str, mtm))}}} is not a permutation of "
                 f"the {len(dims)} dimensions"
             )
-        return Shape.array(et, dims, mtm)
+        return Shape.array(et, dims, mtm, dynamic if any(dynamic) else None)
+
+    def dimension_list(self) -> tuple[list[int], list[bool]]:
+        """``2,<=10,3]``: the sizes (bounds for ``<=``) and which are dynamic."""
+        dims: list[int] = []
+        dynamic: list[bool] = []
+        if self.peek() == "]":
+            self.pos += 1
+            return dims, dynamic
+        while True:
+            self.skip()
+            if self.text.startswith("?", self.pos):
+                raise self.fail("an unbounded dynamic dimension '?' is not supported; give a bound '<=N'")
+            bounded = self.text.startswith("<=", self.pos)
+            if bounded:
+                self.pos += 2
+                self.skip()
+            m = self._INT.match(self.text, self.pos)
+            if m is None:
+                raise self.fail("expected a non-negative integer")
+            dims.append(int(m.group()))
+            dynamic.append(bounded)
+            self.pos = m.end()
+            c = self.peek()
+            if c == ",":
+                self.pos += 1
+            elif c == "]":
+                self.pos += 1
+                return dims, dynamic
+            else:
+                raise self.fail("expected ',' or ']'")
 
     def parse(self) -> Shape:
         s = self.shape()

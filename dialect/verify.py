@@ -1,8 +1,10 @@
-"""Verification of modules given as text: every xhlo op's shape rule is re-run.
+"""The verifier of xhlo ops, for built modules and modules given as text.
 
-MLIR's own verifier only checks what IRDL can express (operand counts and
-attribute presence); this checks shapes, dtypes and attributes exactly as the
-builder would have. Imports the other `dialect` modules.
+xhlo ops are unregistered in MLIR (`dialect.context`), so MLIR's verifier
+skips them: this checks each against its registry entry (known op, operands
+per group, every attribute present and of its kind, no regions) and, for text,
+re-runs its shape rule, which checks shapes, dtypes and attribute values
+exactly as the builder would have. Imports the other `dialect` modules.
 """
 
 from __future__ import annotations
@@ -11,26 +13,35 @@ from typing import Any
 
 from mlir import ir
 
-from .attributes import attribute_values, operand_groups
+from .attributes import OPERAND_SEGMENTS, attribute_values, needs_segment_sizes, operand_groups
+from .entry_layouts import LAYOUT_ATTR, with_entry_layouts
 from .errors import CompileError, ShapeError, XlaError
 from .mlir_types import shape_from_mlir_type_text
-from .registry import DIALECT, ENTRY, lookup
+from .registry import DIALECT, ENTRY, REGISTRY, OpDef
 from .shape import Shape
 
-LAYOUT_ATTR = "xhlo.layout"
+__all__ = ["LAYOUT_ATTR", "program_shape_of", "verify_module", "verify_op"]
 
 
 def _shape(t: ir.Type) -> Shape:
     return shape_from_mlir_type_text(str(t))
 
 
-def verify_op(op: ir.Operation) -> None:
-    opdef = lookup(op.name)
-    groups = operand_groups(opdef, op)
+def verify_op(op: ir.Operation, shape_rule: bool = True) -> None:
+    """Raise ShapeError naming the op when `op` does not fit its registry entry; with
+    `shape_rule`, also when its result types are not the inferred ones."""
+    opdef = _opdef(op)
+    try:
+        groups = operand_groups(opdef, op)
+        attrs = attribute_values(opdef, op)
+        _check_structure(opdef, op)
+    except ValueError as e:
+        raise ShapeError(opdef.full_name, [], str(e)) from None
+    if not shape_rule:
+        return
     shapes = [[_shape(v.type) for v in g] if isinstance(g, list) else _shape(g.type)
               for g in groups.values()]
     shapes = [tuple(s) if isinstance(s, list) else s for s in shapes]
-    attrs = attribute_values(opdef, op)
     for name in opdef.computations:
         symbols = attrs[name]
         attrs[name] = ([_callee_program_shape(op, s) for s in symbols] if isinstance(symbols, list)
@@ -47,6 +58,33 @@ def verify_op(op: ir.Operation) -> None:
                          f"inferred {', '.join(map(str, expected))}")
 
 
+def _opdef(op: ir.Operation) -> OpDef:
+    name = op.name.removeprefix(DIALECT + ".")
+    if name not in REGISTRY:
+        raise ShapeError(op.name, [], f"unknown op: the {DIALECT} dialect has no op {name!r}")
+    return REGISTRY[name]
+
+
+def _check_structure(opdef: OpDef, op: ir.Operation) -> None:
+    """What the registry fixes besides operands and attribute kinds."""
+    if opdef.results is not None and len(op.results) != opdef.results:
+        raise ValueError(f"has {opdef.results} result{'s' * (opdef.results != 1)}, got "
+                         f"{len(op.results)}")
+    if len(op.regions):
+        raise ValueError("takes no regions (sub-computations are functions named by symbol)")
+    if len(op.successors):
+        raise ValueError("takes no successor blocks")
+    known = set(opdef.attrs) | set(opdef.computations)
+    if needs_segment_sizes(opdef):
+        known.add(OPERAND_SEGMENTS)
+    # Discardable attributes of other dialects (`name.with_dot`) are allowed, as MLIR does.
+    unknown = sorted(n for n in op.attributes if n not in known and "." not in n)
+    if unknown:
+        expected = ", ".join(sorted(known)) or "none"
+        raise ValueError(f"unknown attribute{'s' * (len(unknown) > 1)} {', '.join(unknown)} "
+                         f"(it takes: {expected})")
+
+
 def _callee_program_shape(op: ir.Operation, symbol: str) -> tuple[list[Shape], Shape]:
     """Program shape of the private function `symbol` of the module holding `op`."""
     parent = op
@@ -61,15 +99,39 @@ def _callee_program_shape(op: ir.Operation, symbol: str) -> tuple[list[Shape], S
     raise ShapeError(op.name, [], f"no function @{symbol} in the module")
 
 
-def verify_module(module: ir.Module) -> None:
-    """Raise CompileError naming the op and its location for the first op that is wrong."""
+def _check_terminators(f: Any, errors: list[str]) -> None:
+    """MLIR lets an unregistered op end a block (it might be a terminator): an xhlo op
+    never is one, so a function block ending with one lost its `func.return`."""
+    for block in f.regions[0].blocks:
+        ops = block.operations
+        last = ops[len(ops) - 1] if len(ops) else None
+        if last is not None and last.operation.name.startswith(DIALECT + "."):
+            errors.append(f"{last.location}: {last.operation.name} ends a block of "
+                          f"@{ir.StringAttr(f.attributes['sym_name']).value}: the block has no "
+                          "terminator (func.return)")
+            return
+
+
+def verify_module(module: ir.Module, shape_rules: bool = True) -> None:
+    """Raise CompileError naming the op and its location for the first op that is wrong.
+
+    A built module's shapes were inferred as it was built: `shape_rules=False` checks the
+    rest (ops known, operand groups, attributes); text gets everything, and its entry
+    signature is checked."""
     errors: list[str] = []
+    context = module.context
 
     def visit(op: Any) -> ir.WalkResult:
         if not op.name.startswith(DIALECT + "."):
-            return ir.WalkResult.ADVANCE
+            if not context.is_registered_operation(op.name):
+                errors.append(f"{op.location}: unknown op {op.name!r} (neither {DIALECT} nor a "
+                              "dialect of upstream MLIR)")
+                return ir.WalkResult.INTERRUPT
+            if op.name == "func.func":
+                _check_terminators(op, errors)
+            return ir.WalkResult.INTERRUPT if errors else ir.WalkResult.ADVANCE
         try:
-            verify_op(op)
+            verify_op(op, shape_rules)
         except (XlaError, KeyError, ValueError, TypeError) as e:
             errors.append(f"{op.location}: {e}")
             return ir.WalkResult.INTERRUPT
@@ -78,7 +140,8 @@ def verify_module(module: ir.Module) -> None:
     module.operation.walk(visit)
     if errors:
         raise CompileError(f"invalid module: {errors[0]}", "hlo", errors[0])
-    program_shape_of(module)
+    if shape_rules:
+        program_shape_of(module)
 
 
 def _entry(module: ir.Module) -> Any:
@@ -86,13 +149,6 @@ def _entry(module: ir.Module) -> Any:
         if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == ENTRY:
             return op
     raise CompileError(f"the module has no function @{ENTRY}", "hlo")
-
-
-def _layout(attrs: Any, index: int) -> tuple[int, ...] | None:
-    if attrs is None:
-        return None
-    entry = ir.DictAttr(ir.ArrayAttr(attrs)[index])
-    return tuple(ir.DenseI64ArrayAttr(entry[LAYOUT_ATTR])) if LAYOUT_ATTR in entry else None
 
 
 def program_shape_of(module: ir.Module) -> tuple[list[Shape], Shape]:
@@ -104,15 +160,11 @@ def program_shape_of(module: ir.Module) -> tuple[list[Shape], Shape]:
     if len(ftype.results) != 1:
         raise CompileError(f"@{ENTRY} must return exactly one value (use a tuple)", "hlo")
     try:
-        params = [_with_layout(_shape(t), _layout(arg_attrs, i)) for i, t in enumerate(ftype.inputs)]
+        params = [with_entry_layouts(_shape(t), arg_attrs, i) for i, t in enumerate(ftype.inputs)]
         if any(leaf.is_token() for p in params for leaf in (p.flatten() if p.is_tuple() else [p])):
             raise ShapeError("main", params, "the entry computation cannot take a token parameter; "
                              "make one with create_token()")
-        result = _with_layout(_shape(ftype.results[0]), _layout(res_attrs, 0))
+        result = with_entry_layouts(_shape(ftype.results[0]), res_attrs, 0)
     except ShapeError as e:
         raise CompileError(f"unsupported entry signature: {e}", "hlo") from None
     return params, result
-
-
-def _with_layout(shape: Shape, layout: tuple[int, ...] | None) -> Shape:
-    return shape if layout is None else shape.with_layout(layout)

@@ -17,6 +17,8 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 from ..dialect.errors import CompileError
+from ..dialect.registry import DIALECT
+from ..dialect.verify import verify_module
 from .lower_pass import lower_xhlo
 from .passes.approximations import approximate_math
 from .passes.destinations import output_tensors, split_shared_inits
@@ -28,6 +30,7 @@ from .passes.loop_hints import no_outer_unrolling
 from .passes.loop_state import loop_state_in_place
 from .passes.parallel_outputs import outputs_as_inputs
 from .passes.parallel_tasks import outline_parallel_loops, parallel_tasks_to_llvm
+from .passes.register_tiles import register_tiles_as_rows
 from .passes.schedules import schedule_contractions
 from .passes.soft_float import expand_small_floats
 from .passes.vectorize import schedule_vectorize, super_vectorize
@@ -86,6 +89,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         # The scheduled contractions' 2-D transfers (accumulator tiles) as 1-D vector
         # loads/stores: the default lowering would go through a stack buffer.
         "func.func(convert-vector-to-scf{full-unroll=true})",
+        # ...whose rows a canonicalization would fold into one from_elements of every scalar
+        # of the tile (a 2,000-character line down to the "loops" stage).
+        register_tiles_as_rows,
     ]),
     ("vectorized", [
         # Elementwise and reduction generics: tiled, split across cores (scf.forall) and
@@ -241,6 +247,9 @@ class Pipeline:
 
         merge = not per_pass and after_each_pass is None
         stages: dict[str, str] = {}
+        # Until lower_xhlo ran, a Python pass's result is verified by dialect/verify.py too:
+        # MLIR's verifier skips the (unregistered) xhlo ops.
+        xhlo_level = True
         for name, passes in self._stages:
             # Kept for a reproducer if a pass fails (the previous stage's text: no cost).
             stage_input = next(reversed(stages.values())) if stages else (text() if passes else "")
@@ -248,7 +257,7 @@ class Pipeline:
                 start = time.perf_counter()
                 try:
                     if len(group) == 1:
-                        run_pass(module, name, group[0])
+                        run_pass(module, name, group[0], verify_xhlo=xhlo_level)
                     else:
                         _run_merged(module, name, group)
                 except CompileError as error:
@@ -256,6 +265,8 @@ class Pipeline:
                         raise  # not a pass failure (a pipeline that does not parse)
                     raise _with_reproducer(error, module.context, name, passes, stage_input) \
                         from error.__cause__
+                if any(p is lower_xhlo for p in group):
+                    xhlo_level = False
                 if timings is not None:
                     timings.append((name, ",".join(describe_pass(p) for p in group),
                                     time.perf_counter() - start))
@@ -348,7 +359,7 @@ def _failing_pass_input(context: ir.Context, stage: str, passes: list[PassSpec],
             before = module.operation.get_asm(enable_debug_info=located)
             spec: PassSpec = group[0] if len(group) == 1 else ",".join(str(p) for p in group)
             try:
-                run_pass(module, stage, spec)
+                run_pass(module, stage, spec, verify_xhlo=f'"{DIALECT}.' in before)
             except CompileError:
                 return spec, before
     return None
@@ -368,7 +379,10 @@ def _run_merged(module: ir.Module, stage: str, group: list[PassSpec]) -> None:
         before.erase()
 
 
-def run_pass(module: ir.Module | ir.Operation, stage: str, spec: PassSpec) -> None:
+def run_pass(module: ir.Module | ir.Operation, stage: str, spec: PassSpec,
+             verify_xhlo: bool = False) -> None:
+    """Run one pass spec; `verify_xhlo`: the module may still hold xhlo ops, which a
+    Python pass's result is checked for (`dialect.verify`, without the shape rules)."""
     context = module.context
     failure: list[BaseException] = []
     diagnostics: list[str] = []
@@ -390,7 +404,8 @@ def run_pass(module: ir.Module | ir.Operation, stage: str, spec: PassSpec) -> No
                                    stage, str(e)) from None
         else:
             pipeline_text = describe_pass(spec)
-            pm.add(_guarded(spec, failure), name=f"py-{pipeline_text}")
+            pm.add(_guarded(spec, failure, verify_xhlo and spec is not lower_xhlo),
+                   name=f"py-{pipeline_text}")
         handler = context.attach_diagnostic_handler(collect)
         try:
             pm.run(module.operation)
@@ -415,12 +430,15 @@ def run_pass(module: ir.Module | ir.Operation, stage: str, spec: PassSpec) -> No
         raise error from failure[0]
 
 
-def _guarded(fn: Callable[[Any, Any], None], failure: list[BaseException]) -> Callable[[Any, Any], None]:
+def _guarded(fn: Callable[[Any, Any], None], failure: list[BaseException],
+             verify_xhlo: bool = False) -> Callable[[Any, Any], None]:
     """A Python pass whose exception becomes a pass failure (the binding would print it)."""
 
     def run(op: Any, pass_: Any) -> None:
         try:
             fn(op, pass_)
+            if verify_xhlo:
+                verify_module(op, shape_rules=False)
         except BaseException as e:  # noqa: BLE001 - re-raised as CompileError by the caller
             failure.append(e)
             pass_.signal_pass_failure()

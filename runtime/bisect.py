@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 from mlir import ir
 
+from ..dialect.context import new_context
 from ..dialect.errors import ArgumentError, XlaError
-from ..dialect.irdl import new_context
 from ..lowering.pipeline import PassSpec, Pipeline, describe_pass
 
 

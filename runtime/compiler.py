@@ -4,7 +4,7 @@ Compiled executables are cached by (module text, pipeline, replicas, target CPU)
 in an LRU of `CACHE_SIZE` entries, and on disk across processes (runtime/disk_cache.py).
 `target_cpu` (runtime/targets.py) picks the CPU the JIT generates code for and the
 matmul/conv schedules' register tiles.
-Each compile uses its thread's reusable MLIR context (dialect/irdl.py:
+Each compile uses its thread's reusable MLIR context (dialect/context.py:
 `reused_context`); the module is released once the engine holds the machine code. Imports `dialect`,
 `lowering` and `runtime`.
 """
@@ -21,8 +21,8 @@ from typing import Any
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
+from ..dialect.context import reused_context
 from ..dialect.errors import CompileError, ShapeError
-from ..dialect.irdl import reused_context
 from ..dialect.verify import program_shape_of
 from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
 from ..lowering.patterns.boundary import DYNAMIC_STRIDES_ATTR, entry_result_shape, result_leaf_shapes

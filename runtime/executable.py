@@ -18,6 +18,7 @@ import numpy as np
 
 from ..dialect.errors import ArgumentError, CompileError, XlaError
 from ..dialect.hlo_text import hlo_text
+from ..dialect.ops_dynamic import dynamic_result_of, slice_to_sizes
 from ..dialect.shape import Shape
 from ..lowering.ops.rng import rng_state, set_rng_seed, set_rng_state
 from .arguments import LeafSpec, coerce, strides_fit
@@ -47,6 +48,9 @@ class Executable:
         self.parameter_shapes = parameter_shapes
         self.result_shape = result_shape
         self.stages = stages
+        # An entry returning a dynamic array returns (padded, sizes...): the caller gets the
+        # padded array sliced to the sizes (dialect/ops_dynamic.py).
+        self.dynamic_result = dynamic_result_of(stages.get("hlo", ""), result_shape)
         self.num_replicas = num_replicas
         self._params = [[LeafSpec.of(leaf) for leaf in _leaves(s)] for s in parameter_shapes]
         self._results = [LeafSpec.of(leaf) for leaf in result_leaves]
@@ -96,7 +100,7 @@ class Executable:
         return self._local.buffer
 
     def program_shape(self) -> tuple[list[Shape], Shape]:
-        return list(self.parameter_shapes), self.result_shape
+        return list(self.parameter_shapes), self.dynamic_result or self.result_shape
 
     def as_hlo_text(self) -> str:
         """The program (its `hlo` stage) in XLA's HLO text format."""
@@ -235,6 +239,8 @@ class Executable:
         return outputs[0] if self._array_result else self._package(outputs)
 
     def _package(self, outputs: list[np.ndarray]) -> Any:
+        if self.dynamic_result is not None:
+            return slice_to_sizes(self.dynamic_result, outputs)
         if self.result_shape.is_array():
             return outputs[0]
         it = iter(outputs)

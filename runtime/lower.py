@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ..dialect.context import reused_context
 from ..dialect.errors import ArgumentError, CompileError
-from ..dialect.irdl import reused_context
 from ..dialect.verify import verify_module
 from ..lowering.passes import schedules
 from ..lowering.pipeline import Pipeline

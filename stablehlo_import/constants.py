@@ -21,6 +21,7 @@ from .types import Unsupported
 _FAST = {PrimitiveType.S8, PrimitiveType.S16, PrimitiveType.S32, PrimitiveType.S64,
          PrimitiveType.U8, PrimitiveType.U16, PrimitiveType.U32, PrimitiveType.U64,
          PrimitiveType.F32, PrimitiveType.F64}
+_SUB_BYTE_INTS = {dtype_of(t) for t in PrimitiveType if t.is_sub_byte_int}
 _TOKEN = re.compile(r"true|false|0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
 _DENSE = re.compile(r"dense<(.*?)>\s*:", re.S)
 _RESOURCE = re.compile(r"dense_resource<([^>]+)>")
@@ -82,6 +83,8 @@ def _values(tokens: list[str], dtype: np.dtype) -> np.ndarray:
         return np.array([t == "true" or (t != "false" and int(t, 0) != 0) for t in tokens], np.bool_)
     if dtype.kind in "iu":
         return np.array([int(t, 0) for t in tokens], dtype=object).astype(dtype)
+    if dtype in _SUB_BYTE_INTS:  # ml_dtypes' int4 & co. (kind "V"): their values, wrapped
+        return np.array([int(t, 0) for t in tokens], np.int64).astype(dtype)
     # Floats (bf16 is kind "V" in ml_dtypes) and the components of complex numbers.
     component = np.dtype(np.float32 if dtype == np.complex64 else np.float64) if dtype.kind == "c" \
         else dtype

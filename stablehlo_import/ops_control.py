@@ -1,4 +1,4 @@
-"""Control flow: while, if, case, func.call and composites (their decomposition, inlined)."""
+"""Control flow: while, if, case, func.call (inlined) and composites (composite_call ops)."""
 
 from __future__ import annotations
 
@@ -64,5 +64,16 @@ def call(cx: OpContext) -> list[XlaOp]:
 
 @handles("stablehlo.composite")
 def composite(cx: OpContext) -> list[XlaOp]:
-    # A composite means its decomposition (StableHLO spec); the name is a hint for backends.
-    return _call(cx, cx.attr("decomposition").value)
+    """A composite means its decomposition (StableHLO spec); it becomes a composite_call, not the
+    decomposition inlined, so that its name, attributes and version reach the `hlo` stage and
+    the HLO text (XLA keeps them too, as a call marked is_composite)."""
+    callee = cx.attr("decomposition").value
+    func = cx.importer.functions.get(callee)
+    if func is None:
+        raise cx.importer.error(cx.op, f"no function @{callee} in the module")
+    decomposition = cx.importer.closed_computation(func.regions[0], callee, cx.op)
+    attributes = cx.attr("composite_attributes")
+    result = cx.b.composite_call(decomposition, cx.operands, cx.str("name"),
+                                 str(attributes) if attributes is not None else None,
+                                 cx.int("version", 0))
+    return cx.unpack(result, len(cx.op.results))

@@ -1,4 +1,4 @@
-"""dot, dot_general, convolution, fft, triangular_solve, cholesky, batch norm."""
+"""dot, dot_general, chlo.ragged_dot, convolution, fft, triangular_solve, cholesky, batch norm."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ from typing import Any
 from jaxlib.mlir.dialects import stablehlo as shlo
 
 from ..builder import XlaOp
-from ..dialect.element_types import PrimitiveType
+from ..dialect import dot_algorithms
+from ..dialect.errors import ShapeError
 from ..dialect.ops_conv import ConvDimensionNumbers
-from ..dialect.ops_dot import DotDimensionNumbers
+from ..dialect.ops_dot import DotDimensionNumbers, RaggedDotDimensionNumbers
+from . import parsing
 from .importer import OpContext, handles
-from .types import Unsupported, element_type
+from .ops_misc import KNOWN_TARGETS
+from .types import Unsupported
 
 
 def _precision(cx: OpContext) -> list[str] | None:
@@ -28,39 +31,50 @@ def _preferred(cx: OpContext, operands: list[XlaOp]) -> Any:
     return None if all(o.shape.element_type == result for o in operands) else result
 
 
-def _check_algorithm(cx: OpContext, lhs: XlaOp, rhs: XlaOp) -> None:
-    """A dot algorithm is accepted when it asks for what the builder does anyway: products in the
-    operands' types accumulated in the result's (or f32 for 16-bit floats). Anything else
-    (tf32, bf16x3 splits, imprecise accumulation...) changes the numerics and is refused."""
+def _algorithm(cx: OpContext) -> dot_algorithms.DotAlgorithm | None:
+    """The XLA preset a `#stablehlo.dot_algorithm` names (dialect/dot_algorithms.py); the
+    builder then computes its numerics. A combination no preset has is refused."""
     attr = cx.attr("algorithm")
     if attr is None:
-        return
-    algorithm = shlo.DotAlgorithm(attr)
+        return None
+    a = shlo.DotAlgorithm(attr)
     try:
-        lhs_type = element_type(algorithm.lhs_precision_type)
-        rhs_type = element_type(algorithm.rhs_precision_type)
-        accumulation = element_type(algorithm.accumulation_type)
-    except Unsupported as e:
-        raise Unsupported(f"dot algorithm {attr}: {e}") from None
-    result = cx.result_shape.element_type
-    ok = (lhs_type == lhs.shape.element_type and rhs_type == rhs.shape.element_type
-          and accumulation in (result, PrimitiveType.F32)
-          and algorithm.lhs_component_count == 1 and algorithm.rhs_component_count == 1
-          and algorithm.num_primitive_operations == 1 and not algorithm.allow_imprecise_accumulation)
-    if not ok:
-        raise Unsupported(f"dot algorithm {attr} is not supported (only products in the operand "
-                          "types with the default accumulation)")
+        return dot_algorithms.from_fields(
+            str(a.lhs_precision_type), str(a.rhs_precision_type), str(a.accumulation_type),
+            a.lhs_component_count, a.rhs_component_count, a.num_primitive_operations,
+            a.allow_imprecise_accumulation)
+    except ShapeError as e:
+        raise Unsupported(f"dot algorithm {attr}: {e.rule}") from None
 
 
 @handles("stablehlo.dot_general")
 def dot_general(cx: OpContext) -> XlaOp:
     lhs, rhs = cx.operands
-    _check_algorithm(cx, lhs, rhs)
     d = shlo.DotDimensionNumbers(cx.attr("dot_dimension_numbers"))
     dnums = DotDimensionNumbers(tuple(d.lhs_contracting_dimensions), tuple(d.rhs_contracting_dimensions),
                                 tuple(d.lhs_batching_dimensions), tuple(d.rhs_batching_dimensions))
     return cx.b.dot_general(lhs, rhs, dnums, precision_config=_precision(cx),
-                            preferred_element_type=_preferred(cx, [lhs, rhs]))
+                            preferred_element_type=_preferred(cx, [lhs, rhs]), algorithm=_algorithm(cx))
+
+
+def ragged_dot(cx: OpContext) -> XlaOp:
+    """A chlo.ragged_dot, kept by parsing.py as a custom_call with its dimension numbers."""
+    config = dict(item.split("=", 1) for item in cx.str("backend_config").split(";"))
+
+    def dims(name: str) -> tuple[int, ...]:
+        return tuple(int(v) for v in config[name].split(",") if v)
+
+    lhs, rhs, group_sizes = cx.operands
+    dnums = RaggedDotDimensionNumbers(
+        DotDimensionNumbers(dims("lhs_contracting_dimensions"), dims("rhs_contracting_dimensions"),
+                            dims("lhs_batching_dimensions"), dims("rhs_batching_dimensions")),
+        dims("lhs_ragged_dimensions"), dims("rhs_group_dimensions"))
+    levels = config["precision"].split(",") if config["precision"] else None
+    return cx.b.ragged_dot(lhs, rhs, group_sizes, dnums, precision_config=levels,
+                           preferred_element_type=_preferred(cx, [lhs, rhs]))
+
+
+KNOWN_TARGETS[parsing.RAGGED_DOT_TARGET] = ragged_dot
 
 
 @handles("stablehlo.dot")

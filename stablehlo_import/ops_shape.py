@@ -3,6 +3,7 @@ constants (what is left of them after shape refinement)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -25,8 +26,28 @@ def constant_operand(cx: OpContext, index: int, what: str) -> np.ndarray:
 
 @handles("stablehlo.reshape", "stablehlo.dynamic_reshape")
 def reshape(cx: OpContext) -> XlaOp:
+    bounded = _bounds(cx.op.results[0].type)
+    if bounded is not None and cx.op.operation.name == "stablehlo.dynamic_reshape":
+        operand, shape = cx.operands
+        sizes = [cx.b.convert_element_type(cx.b.reshape(cx.b.slice(shape, [i], [i + 1]), []), "s32")
+                 for i in range(len(bounded[0]))]
+        return cx.b.dynamic_reshape(operand, sizes, *bounded)
     # dynamic_reshape with a static result type: its shape operand can only equal that type.
     return cx.b.reshape(cx.operands[0], list(cx.result_shape.dimensions))
+
+
+def _bounds(mlir_type: Any) -> tuple[list[int], list[bool]] | None:
+    """A bounded tensor type's bounds and dynamic flags (tensor<?x2xf32,
+    #stablehlo.bounds<12, ?>> -> [12, 2], [True, False]); None for any other type."""
+    text = str(mlir_type)
+    m = re.fullmatch(r"tensor<([0-9?x]*)x[^,<>]+,\s*#stablehlo\.bounds<([^>]*)>>", text)
+    if m is None:
+        return None
+    dims = m.group(1).split("x")
+    bounds = [b.strip() for b in m.group(2).split(",")]
+    if len(dims) != len(bounds) or any(d == "?" and not b.isdigit() for d, b in zip(dims, bounds)):
+        raise Unsupported(f"{text}: every dynamic dimension needs a bound")
+    return ([int(b) if d == "?" else int(d) for d, b in zip(dims, bounds)], [d == "?" for d in dims])
 
 
 @handles("stablehlo.broadcast_in_dim", "stablehlo.dynamic_broadcast_in_dim")
@@ -127,3 +148,14 @@ def optimization_barrier(cx: OpContext) -> list[XlaOp]:
     if len(operands) == 1:
         return [cx.b.optimization_barrier(operands[0])]
     return cx.unpack(cx.b.optimization_barrier(cx.b.tuple(operands)), len(operands))
+
+
+@handles("stablehlo.set_dimension_size")
+def set_dimension_size(cx: OpContext) -> XlaOp:
+    dimension = cx.int("dimension")
+    value = cx.b.set_dimension_size(cx.operands[0], cx.operands[1], dimension)
+    bounded = _bounds(cx.op.results[0].type)
+    if bounded is None or not bounded[1][dimension]:
+        # A static result dimension: XLA's RemoveDynamicDimension (the padded data as is).
+        value = cx.b.remove_dynamic_dimension_size(value, dimension)
+    return value

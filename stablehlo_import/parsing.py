@@ -107,10 +107,48 @@ def _parse_text(ir: Any, text: str, where: str) -> Any:
                            diagnostics=str(e)) from None
 
 
+#: The custom_call target chlo.ragged_dot becomes before legalization (stablehlo_import/ops_linalg.py
+#: imports it as XlaBuilder.ragged_dot); its backend_config holds the dimension numbers.
+RAGGED_DOT_TARGET = "xlamlir.chlo.ragged_dot"
+RAGGED_DOT_FIELDS = ("lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
+                     "rhs_contracting_dimensions", "lhs_ragged_dimensions", "rhs_group_dimensions")
+
+
+def _ops_named(op: Any, name: str) -> list[Any]:
+    found = []
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                if inner.operation.name == name:
+                    found.append(inner)
+                found += _ops_named(inner.operation, name)
+    return found
+
+
+def _keep_ragged_dots(ir: Any, stablehlo: Any, module: Any) -> None:
+    """chlo-legalize-to-stablehlo unrolls a chlo.ragged_dot into one masked dot per group (a
+    program per expert count); as a custom_call it stays one op, imported as ragged_dot."""
+    from jaxlib.mlir.dialects import chlo
+
+    for op in _ops_named(module.operation, "chlo.ragged_dot"):
+        attributes = op.operation.attributes
+        d = chlo.RaggedDotDimensionNumbers(attributes["ragged_dot_dimension_numbers"])
+        config = [f"{f}={','.join(str(i) for i in getattr(d, f))}" for f in RAGGED_DOT_FIELDS]
+        levels = attributes["precision_config"] if "precision_config" in attributes else []
+        config.append("precision=" + ",".join(chlo.PrecisionAttr(a).value for a in levels))
+        with ir.InsertionPoint(op), op.location:
+            call = stablehlo.CustomCallOp([r.type for r in op.results], list(op.operands),
+                                          call_target_name=RAGGED_DOT_TARGET,
+                                          backend_config=ir.StringAttr.get(";".join(config)))
+        op.results[0].replace_all_uses_with(call.results[0])
+        op.operation.erase()
+
+
 def legalize(module: Any, filename: str | None = None) -> None:
     """Run the legalization passes in place; a failure is a CompileError with MLIR's diagnostics."""
-    ir, passmanager, _ = jaxlib_modules()
+    ir, passmanager, stablehlo = jaxlib_modules()
     with context(), _LOCK:
+        _keep_ragged_dots(ir, stablehlo, module)
         pm = passmanager.PassManager.parse(_PASSES)
         try:
             pm.run(module.operation)

@@ -1,25 +1,18 @@
-"""MLIR types of StableHLO -> xm.Shape. Anything without an XLA element type (f8, i4, quantized,
-dynamic shapes) is an ImportError-free refusal: `Unsupported`, turned into a CompileError
-naming the op by the importer."""
+"""MLIR types of StableHLO -> xm.Shape. Anything without an XLA element type (f6E2M3FN,
+quantized types, dynamic shapes) is an ImportError-free refusal: `Unsupported`, turned into a
+CompileError naming the op by the importer."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..dialect.element_types import PrimitiveType
+from ..dialect.element_types import MLIR_ELEMENT_TYPES, PrimitiveType
 from ..dialect.shape import Shape
 
-ELEMENT_TYPES: dict[str, PrimitiveType] = {
-    "i1": PrimitiveType.PRED,
-    "i8": PrimitiveType.S8, "i16": PrimitiveType.S16, "i32": PrimitiveType.S32, "i64": PrimitiveType.S64,
-    "si8": PrimitiveType.S8, "si16": PrimitiveType.S16, "si32": PrimitiveType.S32,
-    "si64": PrimitiveType.S64,
-    "ui8": PrimitiveType.U8, "ui16": PrimitiveType.U16, "ui32": PrimitiveType.U32,
-    "ui64": PrimitiveType.U64,
-    "f16": PrimitiveType.F16, "bf16": PrimitiveType.BF16, "f32": PrimitiveType.F32,
-    "f64": PrimitiveType.F64,
-    "complex<f32>": PrimitiveType.C64, "complex<f64>": PrimitiveType.C128,
-}
+# Every MLIR element type with an XLA type: i1, (s|u)i2..64, f16, bf16, f32, f64, complex,
+# and the narrow floats (f8E5M2, f8E4M3FN, f8E4M3B11FNUZ, f8E5M2FNUZ, f8E4M3FNUZ, f8E4M3,
+# f8E3M4, f4E2M1FN, f8E8M0FNU).
+ELEMENT_TYPES: dict[str, PrimitiveType] = dict(MLIR_ELEMENT_TYPES)
 
 
 class Unsupported(Exception):

@@ -28,7 +28,7 @@ import numpy as np
 from mlir import ir
 
 import xlamlir as xm
-from xlamlir.dialect.irdl import new_context
+from xlamlir.dialect.context import new_context
 from xlamlir.dialect.verify import verify_module
 
 # ---- sources of random choices ------------------------------------------------------------------

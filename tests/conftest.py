@@ -24,7 +24,7 @@ import pytest
 from mlir import ir
 
 import xlamlir as xm
-from xlamlir.dialect.irdl import new_context
+from xlamlir.dialect.context import new_context
 
 # The persistent compile cache is off for the suite (tests expect real compiles, and nothing
 # may land in ~/.cache); tests/test_disk_cache.py turns it on in temporary directories.

@@ -519,7 +519,8 @@ class Generator(StructuredOps):
                   "gather", "gather", "scatter", "scatter", "sort", "sort", "while", "conditional",
                   "call", "map", "argmax", "reduce_window", "reduce_window", "select_and_scatter",
                   "conv", "conv", "fft", "cholesky", "triangular_solve", "batch_norm", "bits", "top_k",
-                  "rng_bit_generator", "collective", "custom_call",
+                  "rng_bit_generator", "collective", "custom_call", "scan", "composite_call",
+                  "ragged_dot", "scaled_dot",
                   "twin", "twin", "twin")
 
     def make(self) -> Case:

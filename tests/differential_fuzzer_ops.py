@@ -1,7 +1,7 @@
 """The differential fuzzer's structured op families, a mixin of differential_fuzzer.Generator.
 
 Indexing (gather, scatter incl. variadic and out-of-bounds windows), sort (multi-operand,
-stable and unstable), control flow (while, conditional, call, map), windows
+stable and unstable), control flow (while, conditional, call, composite_call, map, scan), windows
 (reduce_window, select_and_scatter, convolution with groups, padding and dilations),
 variadic reduce and reduce_window, fft, cholesky / triangular_solve, batch norm
 (training, inference, grad), bitcasts, reduce_precision, top_k, rng_bit_generator,
@@ -51,6 +51,10 @@ def _combine(kind: str):
         return {"add": sb.add, "mul": sb.mul, "max": sb.max, "min": sb.min, "and": sb.and_,
                 "or": sb.or_, "replace": lambda u, w: w}[kind](a, c)
     return fn
+
+
+def b_xor(p: xm.XlaOp, q: xm.XlaOp) -> xm.XlaOp:
+    return p.builder.xor(p, q)
 
 
 def _window_out(size: int, window: int, stride: int, lo: int, hi: int, base_dil: int = 1,
@@ -447,6 +451,49 @@ class StructuredOps:
         op = self.b.call(fn, [x.op, y.op])
         return self.add(op, x.bound + max(x.bound, y.bound), x.exact and y.exact, "call(max + p)")
 
+    def g_composite_call(self) -> Any:
+        x = self.pick()
+        y = x if self.src.chance(0.3) else self.partner(x)
+        b = self.b
+        if x.dtype == BOOL:
+            op = b.composite_call(lambda p, q: p.builder.or_(p, q), [x.op, y.op], "fuzz.or")
+            return self.add(op, 1, True, "composite_call fuzz.or")
+        op = b.composite_call(lambda p, q: p.builder.max(p, q) + p, [x.op, y.op], "fuzz.max_plus",
+                              "{k = 1 : i32}", self.src.integer(0, 3))
+        return self.add(op, x.bound + max(x.bound, y.bound), x.exact and y.exact,
+                        "composite_call fuzz.max_plus")
+
+    def g_scan(self) -> Any:
+        """A running sum (xor for pred) along one dimension, forward or reversed, as the output
+        and the carry; the carry is also returned."""
+        x = self.pick(lambda v: v.op.shape.rank >= 1)
+        if x is None:
+            return None
+        b = self.b
+        dims = x.dims
+        dim = self.src.integer(0, len(dims) - 1)
+        element = dims[:dim] + dims[dim + 1:]
+        init = self.pick(lambda v: v.dims == element and v.dtype == x.dtype)
+        if init is None or self.src.chance(0.3):
+            init = self.new_input(x.dtype, element)
+        reverse = self.src.chance(0.5)
+        associative = self.src.choice([None, True, False])
+        if x.dtype == BOOL:
+            result = b.scan(x.op, init.op, lambda e, c: (b_xor(e, c),) * 2, dim, reverse,
+                            associative)
+            bound, exact, what = 1, True, "xor"
+        else:
+            result = b.scan(x.op, init.op, lambda e, c: (c + e,) * 2, dim, reverse, associative)
+            bound = init.bound + dims[dim] * x.bound
+            if x.dtype.kind in "iu" and bound >= min(np.iinfo(x.dtype).max, 2**31):
+                bound = INF
+            exact, what = x.exact and init.exact, "sum"
+        direction = " reversed" if reverse else ""
+        self.wanted.append(self.add(b.get_tuple_element(result, 1), bound, exact,
+                                    f"scan {what} carry"))
+        return self.add(b.get_tuple_element(result, 0), bound, exact,
+                        f"scan {what} along {dim}{direction} (is_associative={associative})")
+
     def g_map(self) -> Any:
         x = self.pick()
         y = self.partner(x)
@@ -587,6 +634,57 @@ class StructuredOps:
         return self.add(op, bound, lhs.exact and rhs.exact,
                         f"conv strides={strides} pad={pad} lhs_dil={lhs_dil} rhs_dil={rhs_dil} "
                         f"fg={fg} bg={bg} {dn}")
+
+    def g_ragged_dot(self) -> Any:
+        """A ragged non-contracting (lhs [(b,) m, k], rhs [(b,) g, k, n]), contracting
+        (lhs [m, k], rhs [k, n]) or batch (lhs [b, m, k], rhs [b, k, n]) dimension, with
+        group sizes that may be empty, short, past the end or negative."""
+        mode = self.src.choice(["non_contracting", "non_contracting", "contracting", "batch"])
+        dtype = self.src.choice(list(WIDE_FLOATS) + [np.dtype(np.int32)])
+        b, m, k, n, g = (self.src.integer(1, 3), self.src.integer(0, 5), self.src.integer(0, 4),
+                         self.src.integer(1, 3), self.src.integer(0, 3))
+        batch = mode == "batch" or (mode == "non_contracting" and self.src.chance(0.3))
+        ragged_len = k if mode == "contracting" else b if mode == "batch" else m
+        sizes = [self.src.integer(-1 if self.src.chance(0.2) else 0, ragged_len) for _ in range(g)]
+        if mode == "non_contracting":
+            lhs_dims, rhs_dims = [m, k], [g, k, n]
+            dn = xm.DotDimensionNumbers(*(((2,), (2,), (0,), (0,)) if batch else ((1,), (1,))))
+            dnums = xm.RaggedDotDimensionNumbers(dn, (1 if batch else 0,), (1 if batch else 0,))
+            gs_dims = [b, g] if batch and self.src.chance(0.5) else [g]
+        elif mode == "contracting":
+            lhs_dims, rhs_dims, gs_dims = [m, k], [k, n], [g]
+            dnums = xm.RaggedDotDimensionNumbers(xm.DotDimensionNumbers((1,), (0,)), (1,))
+        else:
+            lhs_dims, rhs_dims, gs_dims = [m, k], [k, n], [g]
+            dnums = xm.RaggedDotDimensionNumbers(xm.DotDimensionNumbers((2,), (1,), (0,), (0,)), (0,))
+        if batch:
+            lhs_dims, rhs_dims = [b, *lhs_dims], [b, *rhs_dims]
+        lhs = self.pick(lambda v: v.dims == tuple(lhs_dims) and v.dtype == dtype)
+        if lhs is None or self.src.chance(0.5):
+            lhs = self.new_input(dtype, lhs_dims)
+        rhs = self.new_input(dtype, rhs_dims)
+        values = np.resize(np.array(sizes or [0], np.int64), gs_dims)
+        gs = self.array_input(values.astype(self.src.choice([np.int32, np.int64])), "group_sizes")
+        op = self.b.ragged_dot(lhs.op, rhs.op, gs, dnums)
+        # A negative size can put an index in several groups.
+        bound = lhs.bound * rhs.bound * max(k, 1) * max(g, 1)
+        if dtype.kind == "i" and bound >= 2**31:
+            bound = INF
+        return self.add(op, bound, lhs.exact and rhs.exact, f"ragged_dot {mode} sizes={sizes} {dnums}")
+
+    def g_scaled_dot(self) -> Any:
+        """lhs [m, k] and rhs [k, n] with power-of-two scales over blocks of k (and of m)."""
+        dtype = self.src.choice(list(WIDE_FLOATS))
+        m, n, kb, block = (self.src.integer(1, 4), self.src.integer(1, 3), self.src.integer(0, 3),
+                           self.src.integer(1, 3))
+        mb = self.src.choice([1, m])
+        lhs = self.new_input(dtype, [m, kb * block])
+        rhs = self.new_input(dtype, [kb * block, n])
+        scales = [np.exp2(self.rng.integers(-2, 3, dims)).astype(dtype) for dims in ((mb, kb), (kb, 1))]
+        ls, rs = (self.array_input(s, "scale") for s in scales)
+        op = self.b.scaled_dot(lhs.op, ls, rhs.op, rs, xm.DotDimensionNumbers((1,), (0,)))
+        bound = lhs.bound * rhs.bound * 16 * max(kb * block, 1)
+        return self.add(op, bound, lhs.exact and rhs.exact, f"scaled_dot block={block} m_blocks={mb}")
 
     # ---- transforms and linear algebra --------------------------------------------------------
 

@@ -30,9 +30,57 @@ def mismatch() -> int:
     return 0
 
 
+def ragged() -> int:
+    """ragged_all_to_all on 4 ranks (one group of all, then groups {0,2},{1,3} with two updates
+    per member): rank q sends to member j rows [j, j + 1 + (q + j) % 2) of its input, written at
+    row 2 * (its position) + 1 of j's output; rows nobody writes keep output's -1."""
+    context = xm.distributed.initialize()
+    n, r = context.num_replicas, context.replica_id
+    checks = 0
+    for groups, updates in ((None, None), ([[0, 2], [1, 3]], 2)):
+        resolved = groups or [list(range(n))]
+        g = len(resolved[0])
+        shape = (g,) if updates is None else (g, updates)
+
+        def args(q: int) -> list[np.ndarray]:
+            group = next(gr for gr in resolved if q in gr)
+            me = group.index(q)
+            sizes = np.array([[1 + (q + j + u) % 2 for u in range(updates or 1)] for j in range(g)])
+            starts = np.array([[j for _ in range(updates or 1)] for j in range(g)])
+            out_at = np.array([[2 * me + 4 * g * u + 1 for u in range(updates or 1)]
+                               for j in range(g)])
+            recv = np.array([[1 + (group[j] + me + u) % 2 for u in range(updates or 1)]
+                             for j in range(g)])
+            data = np.arange(6 * 2, dtype=np.float32).reshape(6, 2) + 100 * q
+            output = np.full((8 * g + 2, 2), -1, np.float32)
+            return [data, starts.reshape(shape).astype(np.int32), sizes.reshape(shape).astype(np.int32),
+                    output, out_at.reshape(shape).astype(np.int32), recv.reshape(shape).astype(np.int32)]
+
+        b = xm.XlaBuilder("ragged")
+        ps = [b.parameter(i, xm.Shape.array(xm.type_of(a.dtype), a.shape))
+              for i, a in enumerate(args(r))]
+        exe = xm.compile(b.build(b.ragged_all_to_all(*ps, replica_groups=groups)), num_replicas=n)
+        got = exe(*args(r))
+        want = args(r)[3].copy()
+        group = next(gr for gr in resolved if r in gr)
+        for q in group:
+            data, starts, sizes, _, out_at, _ = (a.reshape(g, -1) for a in args(q))
+            me = group.index(r)
+            for u in range(updates or 1):
+                k, s, o = sizes[me, u], starts[me, u], out_at[me, u]
+                want[o:o + k] = data.reshape(6, 2)[s:s + k]
+        np.testing.assert_array_equal(got, want, err_msg=f"rank {r}, groups {groups}")
+        checks += 1
+    if r == 0:
+        print(f"MPI RAGGED OK {checks} checks")
+    return 0
+
+
 def main() -> int:
     if sys.argv[1:] == ["mismatch"]:
         return mismatch()
+    if sys.argv[1:] == ["ragged"]:
+        return ragged()
     context = xm.distributed.initialize()
     n, r = context.num_replicas, context.replica_id
     assert n == 4, f"run with 4 ranks, got {n}"

@@ -31,6 +31,7 @@ interpreter duck-types the graph), so the reference can be checked on its own
 
 from __future__ import annotations
 
+import functools
 import math
 
 import ml_dtypes
@@ -52,8 +53,33 @@ DTYPES: dict[str, np.dtype] = {
     "f64": np.dtype(np.float64),
     "c64": np.dtype(np.complex64),
     "c128": np.dtype(np.complex128),
+    # Sub-byte integers and narrow floats: ml_dtypes types, one element per byte.
+    "s2": np.dtype(ml_dtypes.int2),
+    "s4": np.dtype(ml_dtypes.int4),
+    "u2": np.dtype(ml_dtypes.uint2),
+    "u4": np.dtype(ml_dtypes.uint4),
+    "f8e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "f8e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    "f8e4m3b11fnuz": np.dtype(ml_dtypes.float8_e4m3b11fnuz),
+    "f8e5m2fnuz": np.dtype(ml_dtypes.float8_e5m2fnuz),
+    "f8e4m3fnuz": np.dtype(ml_dtypes.float8_e4m3fnuz),
+    "f8e4m3": np.dtype(ml_dtypes.float8_e4m3),
+    "f8e3m4": np.dtype(ml_dtypes.float8_e3m4),
+    "f4e2m1fn": np.dtype(ml_dtypes.float4_e2m1fn),
+    "f8e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
 }
 _NAMES = {dt: name for name, dt in DTYPES.items()}
+_SUB_BYTE = {"s2": np.dtype(np.int8), "s4": np.dtype(np.int8), "u2": np.dtype(np.uint8),
+             "u4": np.dtype(np.uint8)}  # -> the byte type holding their values
+# name -> (exponent bits, mantissa bits, bias, kind): kind "ieee" (inf, NaN = exponent all
+# ones), "fn" (NaN = all ones, no inf), "fnuz" (NaN = 0x80, no inf, no -0), "none" (neither
+# NaN nor inf), "e8m0" (unsigned, exponent only, NaN = 0xFF, no zero).
+_NARROW_FLOATS = {
+    "f8e5m2": (5, 2, 15, "ieee"), "f8e4m3fn": (4, 3, 7, "fn"), "f8e4m3b11fnuz": (4, 3, 11, "fnuz"),
+    "f8e5m2fnuz": (5, 2, 16, "fnuz"), "f8e4m3fnuz": (4, 3, 8, "fnuz"), "f8e4m3": (4, 3, 7, "ieee"),
+    "f8e3m4": (3, 4, 3, "ieee"), "f4e2m1fn": (2, 1, 1, "none"), "f8e8m0fnu": (8, 0, 127, "e8m0"),
+}
+_WIDTHS = {"pred": 8, "s2": 2, "s4": 4, "u2": 2, "u4": 4, "f4e2m1fn": 4}
 
 # (precision p including the implicit bit, minimum normal exponent, maximum exponent)
 _FLOAT_FORMAT = {"f16": (11, -14, 15), "bf16": (8, -126, 127), "f32": (24, -126, 127),
@@ -81,15 +107,51 @@ def kind_of(name_or_dtype) -> str:
 
 
 def bit_width(name: str) -> int:
-    return 8 if name == "pred" else DTYPES[name].itemsize * 8
+    """Bits of one element (pred: 8, its storage; s4: 4; f4e2m1fn: 4)."""
+    return _WIDTHS.get(name, DTYPES[name].itemsize * 8)
 
 
 def _uint(name: str) -> np.dtype:
-    return np.dtype(f"uint{bit_width(name)}")
+    """The unsigned type of the element's storage (uint8 for the sub-byte types)."""
+    return np.dtype(f"uint{max(bit_width(name), 8)}")
 
 
 def _sint(name: str) -> np.dtype:
-    return np.dtype(f"int{bit_width(name)}")
+    return np.dtype(f"int{max(bit_width(name), 8)}")
+
+
+def _unsigned_bits(x: np.ndarray) -> np.ndarray:
+    """The elements' bit patterns as unsigned integers (a sub-byte type's low bits only)."""
+    name = name_of(x)
+    width = bit_width(name)
+    u = np.asarray(x, order="C").view(_uint(name))  # (ascontiguousarray makes rank 0 rank 1)
+    return u if width >= 8 else u.astype(np.int64) & ((1 << width) - 1)
+
+
+def _signed_bits(x: np.ndarray) -> np.ndarray:
+    """The elements' bit patterns read as signed integers of their width."""
+    name = name_of(x)
+    width = bit_width(name)
+    if width >= 8:
+        return np.asarray(x, order="C").view(_sint(name))
+    u = _unsigned_bits(x)
+    return np.where(u >= 1 << (width - 1), u - (1 << width), u)
+
+
+def _in_bytes(fn):
+    """An integer op on s2/s4/u2/u4 computed on their values as int8/uint8 and wrapped back:
+    right for the ops whose result modulo 2^width depends only on the operands' values
+    (+ - * / rem min max pow and or xor not abs sign negate; XLA's x/0 = -1 and
+    INT_MIN/-1 = INT_MIN carry over). Shifts, clz and popcnt read the width themselves."""
+
+    @functools.wraps(fn)
+    def wrapped(*xs: np.ndarray) -> np.ndarray:
+        name = _NAMES.get(xs[0].dtype)
+        if name not in _SUB_BYTE:
+            return fn(*xs)
+        return fn(*(x.astype(_SUB_BYTE[name]) for x in xs)).astype(DTYPES[name])
+
+    return wrapped
 
 
 def finfo(name: str):
@@ -115,6 +177,8 @@ def round_float(y, name: str) -> np.ndarray:
     y = np.asarray(y, dtype=np.float64)
     if name == "f64":
         return y.copy()
+    if name in _NARROW_FLOATS:
+        return _round_narrow(y, name)
     p, emin, emax = _FLOAT_FORMAT[name]
     out = y.copy()
     finite = np.isfinite(y) & (y != 0)
@@ -129,6 +193,41 @@ def round_float(y, name: str) -> np.ndarray:
     out[finite] = np.copysign(r, y[finite])
     with np.errstate(all="ignore"):
         return out.astype(DTYPES[name])
+
+
+def _round_narrow(y: np.ndarray, name: str) -> np.ndarray:
+    """float64 values rounded once to the narrow float `name`, as XLA:CPU converts.
+
+    Nearest, ties to even (e8m0, whose significand is always 1, rounds a tie up to the
+    next power of two). Overflow: inf ("ieee"), NaN ("fn", "fnuz", "e8m0") or the
+    largest finite value ("none": f4e2m1fn). NaN: the type's NaN with the sign
+    ("fnuz": 0x80; "none": -0, as XLA; "e8m0": 0xFF). "fnuz" has no -0. e8m0 has
+    neither zero nor sign: NaN for zero, negative values and NaN; 2^-127 for anything
+    positive up to 2^-127, 2^-126 for anything between 2^-127 and 2^-126 (XLA, ml_dtypes).
+    """
+    exponent_bits, m, bias, kind = _NARROW_FLOATS[name]
+    dt = DTYPES[name]
+    max_finite = float(ml_dtypes.finfo(dt).max)
+    emin = -bias if kind == "e8m0" else 1 - bias
+    a = np.abs(y)
+    finite = np.isfinite(y) & (y != 0)
+    r = np.zeros(y.shape)
+    _, ex = np.frexp(a[finite])
+    quantum = np.ldexp(1.0, np.maximum(ex - 1, emin) - m)
+    r[finite] = np.rint(a[finite] / quantum) * quantum
+    r[np.isinf(y)] = np.inf
+    over = r > max_finite
+    r[over] = {"ieee": np.inf, "none": max_finite}.get(kind, np.nan)
+    out = np.copysign(r, y)
+    if kind == "fnuz":
+        out[out == 0] = 0.0
+    if kind == "e8m0":
+        smallest = math.ldexp(1.0, -127)
+        out = np.where(a <= smallest, smallest, np.where(a < 2 * smallest, 2 * smallest, out))
+        out[(y <= 0) | np.isnan(y)] = np.nan
+    out[np.isnan(y)] = -0.0 if kind == "none" else np.copysign(np.nan, y[np.isnan(y)])
+    with np.errstate(all="ignore"):
+        return out.astype(dt)  # exact: every value is one of the type's
 
 
 def as_dtype(values, name: str) -> np.ndarray:
@@ -157,6 +256,10 @@ def _make_complex(re: np.ndarray, im: np.ndarray, name: str) -> np.ndarray:
 def _float_result(y64, like: np.ndarray) -> np.ndarray:
     """A float64 (or complex128) result rounded to the type of `like`."""
     name = name_of(like)
+    if name in _NARROW_FLOATS:
+        # XLA computes the narrow floats in f32: its range decides under- and overflow
+        # (f8e8m0fnu 2^-127 * 2^-127 is 0 in f32, so NaN). Otherwise innocuous.
+        y64 = _f64(round_float(y64, "f32"))
     if kind_of(name) == "complex":
         y = np.asarray(y64, dtype=np.complex128)
         comp = _COMPONENT[name]
@@ -170,6 +273,7 @@ def _c128(x: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- unary ops
 
+@_in_bytes
 def abs(x: np.ndarray) -> np.ndarray:  # noqa: A001 - named after the dialect op
     """|x|; complex -> the component type (c64 -> f32).
 
@@ -185,6 +289,7 @@ def abs(x: np.ndarray) -> np.ndarray:  # noqa: A001 - named after the dialect op
     return _float_result(np.abs(_f64(x)), x)
 
 
+@_in_bytes
 def negate(x: np.ndarray) -> np.ndarray:
     """-x; ints wrap modulo 2^n (-INT_MIN = INT_MIN, unsigned -1 = MAX), -(+0.0) = -0.0."""
     kind = kind_of(x.dtype)
@@ -196,6 +301,7 @@ def negate(x: np.ndarray) -> np.ndarray:
     return _float_result(-_f64(x), x)
 
 
+@_in_bytes
 def sign(x: np.ndarray) -> np.ndarray:
     """-1/0/+1; floats keep the sign of zero and NaN (seed 001, SEMANTICS D9);
     unsigned gives 0/1 (SEMANTICS 5.A Sign); complex gives x/|x|, 0 for 0.
@@ -370,6 +476,7 @@ def is_finite(x: np.ndarray) -> np.ndarray:
     return np.isfinite(_f64(x))
 
 
+@_in_bytes
 def not_(x: np.ndarray) -> np.ndarray:
     """Logical not on PRED (not(true) is false, not -2), bitwise not on ints."""
     if x.dtype == np.bool_:
@@ -378,9 +485,8 @@ def not_(x: np.ndarray) -> np.ndarray:
 
 
 def _per_element_uint(x: np.ndarray, fn) -> np.ndarray:
-    u = x.view(_uint(name_of(x)))
-    vals = [fn(int(v)) for v in u.ravel().tolist()]
-    return np.array(vals, dtype=u.dtype).reshape(x.shape).view(x.dtype)
+    vals = [fn(int(v)) for v in _unsigned_bits(x).ravel().tolist()]
+    return np.array(vals, dtype=_uint(name_of(x))).reshape(x.shape).view(x.dtype)
 
 
 def count_leading_zeros(x: np.ndarray) -> np.ndarray:
@@ -405,7 +511,7 @@ def imag(x: np.ndarray) -> np.ndarray:
     """Imaginary part (c64 -> f32); +0 of the same type for real floats (seed 001 Imag)."""
     if kind_of(x.dtype) == "complex":
         return x.imag.copy()
-    return np.zeros(x.shape, dtype=x.dtype)
+    return _float_result(np.zeros(x.shape), x)  # f8e8m0fnu has no 0: its NaN
 
 
 # ---------------------------------------------------------------- binary ops
@@ -423,6 +529,7 @@ def _float_binary(x: np.ndarray, y: np.ndarray, real_fn, complex_fn=None) -> np.
         return _float_result(real_fn(_f64(x), _f64(y)), x)
 
 
+@_in_bytes
 def add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """x + y; ints wrap; PRED add = OR (XLA:CPU EmitPredBinaryOp: int8 add != 0)."""
     kind = kind_of(x.dtype)
@@ -433,6 +540,7 @@ def add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return _float_binary(x, y, np.add)
 
 
+@_in_bytes
 def subtract(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """x - y; ints wrap. PRED is rejected at build time (SEMANTICS 5.X)."""
     if kind_of(x.dtype) in ("sint", "uint"):
@@ -440,6 +548,7 @@ def subtract(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return _float_binary(x, y, np.subtract)
 
 
+@_in_bytes
 def multiply(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """x * y; ints wrap; PRED mul = AND."""
     kind = kind_of(x.dtype)
@@ -451,9 +560,10 @@ def multiply(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _int_min(x: np.ndarray):
-    return np.iinfo(x.dtype).min
+    return ml_dtypes.iinfo(x.dtype).min
 
 
+@_in_bytes
 def divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """x / y. Ints truncate toward zero (-7/2 = -3). XLA:CPU EmitIntegerDivide:
     x/0 = -1 (all ones, so MAX for unsigned), INT_MIN/-1 = INT_MIN; never traps.
@@ -478,6 +588,7 @@ def _trunc_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(fix, q + 1, q)
 
 
+@_in_bytes
 def remainder(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Truncated remainder: the sign follows the dividend (-7 rem 2 = -1, 7 rem -2 = 1;
     C fmod, not Python %). Seeds 000/003/004 and StableHLO; seed 001's "divisor"
@@ -505,6 +616,7 @@ def _float_max_min(x: np.ndarray, y: np.ndarray, is_max: bool) -> np.ndarray:
     return _float_result(r, x)
 
 
+@_in_bytes
 def maximum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """max; PRED = OR; unsigned compared unsigned; floats NaN-propagating, max(-0, +0) = +0.
     Complex is rejected at build time (no XLA:CPU emitter; StableHLO #560)."""
@@ -516,6 +628,7 @@ def maximum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return _float_max_min(x, y, True)
 
 
+@_in_bytes
 def minimum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """min; PRED = AND; floats NaN-propagating, min(-0, +0) = -0."""
     kind = kind_of(x.dtype)
@@ -540,6 +653,7 @@ def _int_power(b: int, e: int, width: int) -> int:
     return pow(b, e, 1 << width)
 
 
+@_in_bytes
 def power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """x ** y. Floats: C pow (pow(x, 0) = 1 even for NaN, pow(-8, 1/3) = NaN);
     ints: exact wrapped power, negative exponents as in `_int_power`."""
@@ -563,16 +677,19 @@ def complex(x: np.ndarray, y: np.ndarray) -> np.ndarray:  # noqa: A001 - the dia
     return _make_complex(x, y, _COMPLEX_OF[name_of(x)])
 
 
+@_in_bytes
 def and_(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Bitwise and on ints, logical and on PRED."""
     return np.bitwise_and(x, y)
 
 
+@_in_bytes
 def or_(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Bitwise or on ints, logical or on PRED."""
     return np.bitwise_or(x, y)
 
 
+@_in_bytes
 def xor(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Bitwise xor on ints, logical xor on PRED."""
     return np.bitwise_xor(x, y)
@@ -584,7 +701,21 @@ def _shift(x: np.ndarray, y: np.ndarray, kind: str) -> np.ndarray:
     # (shr arithmetic: -1 if the bit pattern read as signed is negative, else 0).
     name = name_of(x)
     width = bit_width(name)
-    u, s = _uint(name), _sint(name)
+    u = _uint(name)
+    if name in _SUB_BYTE:  # the bit patterns of their own width, as int64
+        amount = _unsigned_bits(y)
+        in_range = amount < width
+        safe = np.where(in_range, amount, 0)
+        if kind == "shl":
+            r, fill = _unsigned_bits(x) << safe, np.zeros(x.shape, np.int64)
+        elif kind == "shrl":
+            r, fill = _unsigned_bits(x) >> safe, np.zeros(x.shape, np.int64)
+        else:
+            xs = _signed_bits(x)
+            r, fill = xs >> safe, np.where(xs < 0, -1, 0)
+        out = np.where(in_range, r, fill) & ((1 << width) - 1)
+        return out.astype(u).view(x.dtype)
+    s = _sint(name)
     amount = y.view(u)
     in_range = amount < width
     safe = np.where(in_range, amount, 0).astype(u)
@@ -630,7 +761,9 @@ def _total_order_key(x: np.ndarray) -> np.ndarray:
     # negative values, so -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN
     # (seed 001 EqTotalOrder...; NaNs of different payloads are different).
     name = name_of(x)
-    s = x.view(_sint(name)).astype(np.int64)
+    if name == "f8e8m0fnu":  # unsigned: the bits order the values (NaN 0xFF last)
+        return _unsigned_bits(x)
+    s = _signed_bits(x)
     magnitude_mask = (1 << (bit_width(name) - 1)) - 1
     return np.where(s < 0, s ^ magnitude_mask, s)
 
@@ -653,9 +786,9 @@ def compare(x: np.ndarray, y: np.ndarray, direction: str, compare_type: str | No
     if ct == "TOTALORDER":
         return fn(_total_order_key(x), _total_order_key(y))
     if ct == "SIGNED":
-        return fn(x.view(_sint(name)), y.view(_sint(name)))
+        return fn(_signed_bits(x), _signed_bits(y))
     if ct == "UNSIGNED":
-        return fn(x.view(_uint(name)), y.view(_uint(name)))
+        return fn(_unsigned_bits(x), _unsigned_bits(y))
     if kind_of(name) == "complex":
         return fn(x, y)
     with np.errstate(invalid="ignore"):
@@ -696,7 +829,10 @@ def _round_int_to_precision(v: int, p: int) -> int:
 
 def _int_to_float(x: np.ndarray, name: str) -> np.ndarray:
     # Round to nearest even once (seed 000/003 ConvertElementType), done exactly on
-    # Python ints: int64 -> float64 -> float32 would round twice.
+    # Python ints: int64 -> float64 -> float32 would round twice. XLA takes integers
+    # to a narrow float through f32 (two roundings).
+    if name in _NARROW_FLOATS:
+        return round_float(_f64(_int_to_float(x, "f32")), name)
     p = _FLOAT_FORMAT[name][0]
     vals = [float(_round_int_to_precision(v, p)) for v in x.ravel().tolist()]
     return round_float(np.array(vals, dtype=np.float64).reshape(x.shape), name)
@@ -706,7 +842,7 @@ def _float_to_int(x: np.ndarray, name: str) -> np.ndarray:
     # Truncate toward zero; NaN -> 0; out of range saturates to MIN/MAX. The seeds and
     # StableHLO (#180) leave this open; XLA:CPU and API.md saturate (SEMANTICS 5.A).
     dst = DTYPES[name]
-    info = np.iinfo(dst)
+    info = ml_dtypes.iinfo(dst)
     width = bit_width(name)
     t = np.trunc(_f64(x))
     signed = kind_of(name) == "sint"
@@ -750,9 +886,23 @@ def convert(x: np.ndarray, dtype) -> np.ndarray:
     if dst_kind in ("sint", "uint"):
         if src_kind == "float":
             return _float_to_int(x, name)
+        if name in _SUB_BYTE or name_of(x) in _SUB_BYTE:  # ml_dtypes casts through int64
+            return x.astype(np.uint64 if kind_of(x.dtype) == "uint" else np.int64).astype(DTYPES[name])
         return x.astype(DTYPES[name])
     if src_kind == "float":
-        return round_float(_f64(x), name)
+        if name == name_of(x):
+            return x.copy()
+        f = _f64(x)
+        if name_of(x) in _NARROW_FLOATS and _NARROW_FLOATS[name_of(x)][3] in ("fnuz", "e8m0"):
+            f[np.isnan(f)] = np.nan  # XLA reads their one NaN as +NaN (ml_dtypes: -NaN for FNUZ)
+        out = round_float(f, name)
+        if name == "f8e8m0fnu" and name_of(x) == "f64":
+            # XLA: from f64, anything below the smallest value 2^-127 is NaN (from f32: 2^-127).
+            out[np.abs(f) < math.ldexp(1.0, -127)] = np.nan
+        if name == "f8e5m2" and name_of(x) in ("f16", "bf16"):
+            # XLA converts f16/bf16 to f8e5m2 (a truncated f16) with 0x7F for every NaN.
+            out[np.isnan(_f64(x))] = np.array(0x7F, np.uint8).view(out.dtype)
+        return out
     return _int_to_float(x, name)
 
 
@@ -764,6 +914,8 @@ def bitcast_convert(x: np.ndarray, dtype) -> np.ndarray:
     name = _dtype_name(dtype)
     dst = DTYPES[name]
     src_bits, dst_bits = bit_width(name_of(x)), bit_width(name)
+    if min(src_bits, dst_bits) < 8:
+        return _bitcast_sub_byte(x, name)
     flat = np.ascontiguousarray(x).reshape(-1).view(dst)
     if src_bits == dst_bits:
         return flat.reshape(x.shape)
@@ -773,6 +925,25 @@ def bitcast_convert(x: np.ndarray, dtype) -> np.ndarray:
     if x.ndim == 0 or x.shape[-1] != ratio:
         raise ValueError(f"last dimension of {x.shape} must be {ratio}")
     return flat.reshape(x.shape[:-1])
+
+
+def _bitcast_sub_byte(x: np.ndarray, name: str) -> np.ndarray:
+    """bitcast_convert where a side is narrower than a byte (s4, u2, f4e2m1fn): on the bit
+    patterns, element 0 of the narrow side in the lowest bits (little-endian, as XLA
+    packs them: s8 0x21 is s4 {1, 2})."""
+    src_bits, dst_bits = bit_width(name_of(x)), bit_width(name)
+    bits = _unsigned_bits(x).astype(np.uint64)
+    if src_bits > dst_bits:
+        ratio = src_bits // dst_bits
+        shifts = np.arange(ratio, dtype=np.uint64) * np.uint64(dst_bits)
+        bits = (bits[..., None] >> shifts) & np.uint64((1 << dst_bits) - 1)
+    elif src_bits < dst_bits:
+        ratio = dst_bits // src_bits
+        if x.ndim == 0 or x.shape[-1] != ratio:
+            raise ValueError(f"last dimension of {x.shape} must be {ratio}")
+        shifts = np.arange(ratio, dtype=np.uint64) * np.uint64(src_bits)
+        bits = np.bitwise_or.reduce(bits << shifts, axis=-1)
+    return bits.astype(_uint(name)).view(DTYPES[name])
 
 
 def reduce_precision(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> np.ndarray:
@@ -794,6 +965,15 @@ def reduce_precision(x: np.ndarray, exponent_bits: int, mantissa_bits: int) -> n
     if exponent_bits < 1 or mantissa_bits < 0:
         raise ValueError("exponent_bits must be >= 1 and mantissa_bits >= 0")
     name = name_of(x)
+    if name in _NARROW_FLOATS:
+        # Nothing to reduce: the identity. Else XLA computes f8e5m2 (a truncated f16) as
+        # f16 and the other narrow floats as f32, then converts back.
+        own_exponent, own_mantissa = _NARROW_FLOATS[name][:2]
+        if exponent_bits >= own_exponent and mantissa_bits >= own_mantissa:
+            return x.copy()
+        via = convert(x, "f16" if name == "f8e5m2" else "f32")
+        wide = reduce_precision(via, exponent_bits, mantissa_bits)
+        return convert(wide, name)
     own_exponent_bits = bit_width(name) - 1 - _MANTISSA_BITS[name]
     reduce_exponent = exponent_bits < own_exponent_bits
     if name in ("f16", "bf16"):
@@ -846,17 +1026,17 @@ def _float_edges(name: str) -> list[float]:
 
 
 def _int_edges(name: str) -> list[int]:
-    info = np.iinfo(DTYPES[name])
+    info = ml_dtypes.iinfo(DTYPES[name])
     width = bit_width(name)
     rng = np.random.default_rng(width + (1000 if kind_of(name) == "uint" else 0))
-    rand = [int(v) for v in rng.integers(info.min, info.max, size=4, endpoint=True,
-                                         dtype=DTYPES[name])]
+    rand = [int(v) for v in rng.integers(int(info.min), int(info.max), size=4, endpoint=True,
+                                         dtype=np.int64 if name in _SUB_BYTE else DTYPES[name])]
     if kind_of(name) == "sint":
         fixed = [0, 1, -1, info.min, info.max, info.min + 1, info.max - 1, 2, -2, 7, -7, 100, -100]
     else:
         top = 1 << (width - 1)
         fixed = [0, 1, info.max, info.max - 1, 2, 7, top, top - 1, 100, 200]
-    return fixed + rand
+    return [v for v in fixed if info.min <= v <= info.max] + rand
 
 
 def _complex_edges(name: str) -> np.ndarray:
@@ -893,7 +1073,9 @@ def random_values(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
     if kind == "pred":
         return rng.integers(0, 2, size=n).astype(bool)
     if kind in ("sint", "uint"):
-        info = np.iinfo(DTYPES[name])
+        info = ml_dtypes.iinfo(DTYPES[name])
+        if name in _SUB_BYTE:
+            return rng.integers(int(info.min), int(info.max), size=n, endpoint=True).astype(DTYPES[name])
         return rng.integers(info.min, info.max, size=n, endpoint=True, dtype=DTYPES[name])
     if kind == "complex":
         comp = _COMPONENT[name]
@@ -1108,6 +1290,77 @@ def _dot_general(lhs: np.ndarray, rhs: np.ndarray, attrs: dict, out_dtype: np.dt
     result = np.einsum(f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}",
                        _widen(lhs, wide), _widen(rhs, wide))
     return _narrow(np.asarray(result), out_dtype)
+
+
+def _placed(x: np.ndarray, dims: list[int], rank: int) -> np.ndarray:
+    """x's axes moved to positions `dims` of a rank-`rank` array (size 1 elsewhere)."""
+    order = np.argsort(dims)
+    x = np.transpose(x, order) if len(dims) > 1 else x
+    sizes = dict(zip(sorted(dims), x.shape))
+    return x.reshape([sizes.get(i, 1) for i in range(rank)])
+
+
+def _group_masks(x: np.ndarray, ragged: int, prefix: list[int], gs: np.ndarray):
+    """For each group k, where x's ragged index i has start_k <= i < end_k, start/end being
+    the running sums of the group sizes in their own (wrapping) type, the index an iota of
+    that type (XLA's ragged_dot_rewriter.cc and jax's reference implementation)."""
+    gs = np.broadcast_to(gs, tuple(x.shape[d] for d in prefix) + gs.shape[-1:])
+    with np.errstate(over="ignore"):
+        ends = np.cumsum(gs, axis=-1, dtype=gs.dtype)
+        starts = (ends - gs).astype(gs.dtype)
+    index = _placed(np.arange(x.shape[ragged]).astype(gs.dtype), [ragged], x.ndim)
+    for k in range(gs.shape[-1]):
+        s = _placed(starts[..., k], prefix, x.ndim)
+        e = _placed(ends[..., k], prefix, x.ndim)
+        yield (s <= index) & (index < e)
+
+
+def _ragged_dot(lhs: np.ndarray, rhs: np.ndarray, gs: np.ndarray, a: dict, out_dtype: np.dtype):
+    """chlo.ragged_dot: lhs's ragged dimension split into groups (see _group_masks). A ragged
+    free dimension: rows of group k times rhs[k] (the rhs group dimension), lhs masked to
+    zero elsewhere; a ragged contracting dimension: one result per group (leading), both
+    operands masked; a ragged batch dimension: dot_general."""
+    lc, rc = list(a["lhs_contracting_dimensions"]), list(a["rhs_contracting_dimensions"])
+    lb, rb = list(a["lhs_batch_dimensions"]), list(a["rhs_batch_dimensions"])
+    ragged = a["lhs_ragged_dimensions"][0]
+    wide = _wide(out_dtype)
+    if ragged in lb:
+        return _dot_general(lhs, rhs, a, out_dtype)
+    zero = np.zeros((), lhs.dtype)
+    if ragged in lc:
+        pos = lc.index(ragged)
+        lhs_prefix, rhs_prefix = lb + lc[:pos], rb + rc[:pos]
+        parts = [_dot_general(np.where(ml, lhs, zero), np.where(mr, rhs, np.zeros((), rhs.dtype)), a, wide)
+                 for ml, mr in zip(_group_masks(lhs, ragged, lhs_prefix, gs),
+                                   _group_masks(rhs, rc[pos], rhs_prefix, gs))]
+        out_shape = (gs.shape[-1],) + _dot_general(lhs, rhs, a, wide).shape
+        return _narrow(np.array(parts, dtype=wide).reshape(out_shape), out_dtype)
+    group = a["rhs_group_dimensions"][0]
+    prefix = lb + [i for i in range(ragged) if i not in lb and i not in lc]
+    less = {"rhs_contracting_dimensions": [d - (d > group) for d in rc],
+            "rhs_batch_dimensions": [d - (d > group) for d in rb]}
+    dims = {**a, **less}
+    total = None
+    for k, mask in enumerate(_group_masks(lhs, ragged, prefix, gs)):
+        part = _dot_general(np.where(mask, lhs, zero), np.take(rhs, k, axis=group), dims, wide)
+        total = part if total is None else total + part
+    if total is None:  # no groups
+        shape = _dot_general(lhs, np.take(np.zeros(rhs.shape[:group] + (1,) + rhs.shape[group + 1:],
+                                                   rhs.dtype), 0, axis=group), dims, wide).shape
+        total = np.zeros(shape, wide)
+    return _narrow(total, out_dtype)
+
+
+def _scaled_dot(lhs: np.ndarray, lhs_scale: np.ndarray, rhs: np.ndarray, rhs_scale: np.ndarray, a: dict,
+                out_dtype: np.dtype) -> np.ndarray:
+    """dot_general(lhs * lhs_scale, rhs * rhs_scale), each scale element repeated over its
+    block; operand and scale are converted to the result type and multiplied there, as XLA's
+    dequantize expansion does (block_scaling_rewriter.cc BuildDequantize; SEMANTICS.md 5.F)."""
+    def scaled(x, scale):
+        for axis, (n, m) in enumerate(zip(x.shape, scale.shape)):
+            scale = np.repeat(scale, n // m if m else 1, axis=axis)
+        return multiply(convert(x, out_dtype), convert(scale, out_dtype))
+    return _dot_general(scaled(lhs, lhs_scale), scaled(rhs, rhs_scale), a, out_dtype)
 
 
 def _widen(x: np.ndarray, wide: np.dtype) -> np.ndarray:
@@ -1447,6 +1700,25 @@ class Interpreter:
     def _op_get_dimension_size(self, op, ins, a):
         return np.array(ins[0].shape[a["dimension"]], np.int32)
 
+    def _op_set_dimension_size(self, op, ins, a):
+        # The padded data as is: the builder carries the size beside it and masks where XLA
+        # ignores the padding (builder/methods_dynamic.py), so the graph is static.
+        return ins[0]
+
+    def _op_dynamic_reshape(self, op, ins, a):
+        """The operand's valid region (the input sizes) reshaped row-major to the output
+        sizes, zero-padded to `new_size_bounds`; sizes are clamped to [0, bound]."""
+        x, in_sizes, out_sizes = ins
+        bounds = tuple(a["new_size_bounds"])
+        valid = x[tuple(slice(0, min(max(int(s), 0), d)) for s, d in zip(in_sizes, x.shape))]
+        sizes = tuple(min(max(int(s), 0), b) for s, b in zip(out_sizes, bounds))
+        if math.prod(sizes) != valid.size:
+            raise AssertionError(f"dynamic_reshape of {valid.size} elements to {sizes}: "
+                                 "undefined in XLA")
+        out = np.zeros(bounds, x.dtype)
+        out[tuple(slice(0, s) for s in sizes)] = valid.reshape(sizes)
+        return out
+
     def _op_dynamic_slice(self, op, ins, a):
         x, sizes = ins[0], a["slice_sizes"]
         starts = [min(max(int(s), 0), d - n) for s, d, n in zip(ins[1], x.shape, sizes)]
@@ -1611,6 +1883,12 @@ class Interpreter:
     def _op_dot_general(self, op, ins, a):
         return _dot_general(ins[0], ins[1], a, op.shape.dtype)
 
+    def _op_ragged_dot(self, op, ins, a):
+        return _ragged_dot(ins[0], ins[1], ins[2], a, op.shape.dtype)
+
+    def _op_scaled_dot(self, op, ins, a):
+        return _scaled_dot(*ins, a, op.shape.dtype)
+
     def _op_convolution(self, op, ins, a):
         return _convolution(ins[0], ins[1], a, op.shape.dtype)
 
@@ -1636,6 +1914,29 @@ class Interpreter:
 
     def _op_call(self, op, ins, a):
         return self._child(a["to_apply"], self.vectorized)(*ins[0])
+
+    # A composite means its decomposition (seed: CompositeCall); name/attributes/version are hints.
+    _op_composite_call = _op_call
+
+    def _op_scan(self, op, ins, a):
+        """Step by step along scan_dimension (from its end with is_reverse), whatever
+        is_associative says: to_apply(elements..., carries...) -> (outputs..., carries...),
+        output j of step i stored at index i of output array j (seed: Scan; XLA's
+        ScanExpander)."""
+        inputs, carries = list(ins[0]), list(ins[1])
+        d = a["scan_dimension"]
+        k = len(carries)
+        shapes = op.shape.tuple_shapes
+        outs = [np.zeros(s.dimensions, s.dtype) for s in shapes[:len(shapes) - k]]
+        body = self._child(a["to_apply"])
+        steps = inputs[0].shape[d]
+        for i in (reversed(range(steps)) if a["is_reverse"] else range(steps)):
+            result = body(*[np.take(x, i, axis=d) for x in inputs], *carries)
+            leaves = list(result) if isinstance(result, tuple) else [result]
+            for out, y in zip(outs, leaves):
+                out[(slice(None),) * d + (i,)] = y
+            carries = leaves[len(outs):]
+        return [*outs, *carries]
 
     def _op_map(self, op, ins, a):
         result = self._sub(a["computation"], *_same_shape(*ins[0]))[0]
@@ -1682,6 +1983,15 @@ class Interpreter:
 
     def _op_collective_broadcast(self, op, ins, a):
         return ins[0].copy()
+
+    def _op_ragged_all_to_all(self, op, ins, a):
+        """A group of one: the replica's own rows, input[input_offsets[0][u]:+send_sizes[0][u]],
+        written into output at output_offsets[0][u] (seed: RaggedAllToAll)."""
+        data, output, starts, sizes, at, _ = ins
+        result = output.copy()
+        for s, k, o in zip(*(np.asarray(v, np.int64).reshape(-1) for v in (starts, sizes, at))):
+            result[o:o + k] = data[s:s + k]
+        return result
 
     def _op_collective_permute(self, op, ins, a):
         """Replica 0 receives from a (0, 0) pair, else zeros."""

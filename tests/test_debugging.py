@@ -83,17 +83,17 @@ def test_mlir_opt_is_found_in_the_wheel() -> None:
 
 def test_printed_command_reproduces_a_failure_on_the_xhlo_dialect() -> None:
     """Bufferizing before the lowering fails on an xhlo op: the printed command, run as
-    printed, loads our dialect from the IRDL file and fails the same way."""
+    printed, lets mlir-opt parse our (unregistered) ops and fails the same way."""
     error = failure(xm.Pipeline.default().insert_before("linalg", "one-shot-bufferize"))
     folder = Path(error.reproducer)
     assert folder.is_absolute() and str(folder) in str(error)
-    for name in ["stage_input.mlir", "pipeline.txt", "xhlo.irdl.mlir", "README.md", "reproducer.json"]:
+    for name in ["stage_input.mlir", "pipeline.txt", "README.md", "reproducer.json"]:
         assert (folder / name).is_file(), name
     assert "xhlo.exponential" in (folder / "stage_input.mlir").read_text()
     assert (folder / "pipeline.txt").read_text().strip() == "builtin.module(one-shot-bufferize)"
     command = shlex.split(printed_command(str(error)))
     assert command[0] == mlir_opt_path()
-    assert f"--irdl-file={folder / 'xhlo.irdl.mlir'}" in command
+    assert "--allow-unregistered-dialect" in command
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert "op was not bufferized" in done.stderr and "xhlo.exponential" in done.stderr

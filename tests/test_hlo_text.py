@@ -287,7 +287,20 @@ def _other_programs() -> dict[str, Callable[[xm.XlaBuilder], object]]:
         "create_token": lambda b: b.create_token(),
         "custom_call": lambda b: b.custom_call("my_target", [P(b, 0, v)], v, opaque="cfg"),
         "dot_general": lambda b: b.dot(P(b, 0, m), P(b, 1, m)),
+        "composite_call": lambda b: b.composite_call(lambda x: x * 2, [P(b, 0, v)], "my.double",
+                                                     "{k = 1 : i32}", 1),
+        "scan": lambda b: b.scan([P(b, 0, v)], [P(b, 1, arr(F32))],
+                                 lambda x, c: (x + c, x + c), 0),
+        "ragged_all_to_all": lambda b: b.ragged_all_to_all(
+            P(b, 0, v), P(b, 1, arr(xm.S32, 1)), P(b, 2, arr(xm.S32, 1)), P(b, 3, v),
+            P(b, 4, arr(xm.S32, 1)), P(b, 5, arr(xm.S32, 1))),
+        "ragged_dot": lambda b: b.ragged_dot(
+            P(b, 0, m), P(b, 1, arr(F32, 2, 3, 4)), P(b, 2, arr(xm.S32, 2)),
+            xm.RaggedDotDimensionNumbers(xm.DotDimensionNumbers((1,), (1,)), (0,), (0,))),
+        "scaled_dot": lambda b: b.scaled_dot(P(b, 0, m), P(b, 1, arr(F32, 3, 1)), P(b, 2, m),
+                                             P(b, 3, arr(F32, 1, 3)), xm.DotDimensionNumbers((1,), (0,))),
         "dynamic_slice": lambda b: b.dynamic_slice(P(b, 0, v), [P(b, 1, arr(xm.S32))], (2,)),
+        "dynamic_reshape": lambda b: b.dynamic_reshape(P(b, 0, v), [P(b, 1, arr(xm.S32))], (4,), (True,)),
         "dynamic_update_slice": lambda b: b.dynamic_update_slice(P(b, 0, v), P(b, 1, arr(F32, 2)),
                                                                  [P(b, 2, arr(xm.S32))]),
         "fft": lambda b: b.fft(P(b, 0, arr(xm.C64, 8)), "FFT", (8,)),
@@ -327,6 +340,7 @@ def _other_programs() -> dict[str, Callable[[xm.XlaBuilder], object]]:
             P(b, 0, m), lambda p, q: p.builder.ge(p, q), (2, 2), (1, 1), [(0, 0), (0, 0)],
             P(b, 1, arr(F32, 2, 2)), b.constant(np.float32(0)), _sum),
         "send": lambda b: b.send(P(b, 0, v), 3),
+        "set_dimension_size": lambda b: b.set_dimension_size(P(b, 0, v), P(b, 1, arr(xm.S32)), 0),
         "slice": lambda b: b.slice(P(b, 0, v), (1,), (4,), (2,)),
         "sort": lambda b: b.sort([P(b, 0, v), P(b, 1, arr(xm.S32, 4))], is_stable=True),
         "transpose": lambda b: b.transpose(P(b, 0, arr(F32, 2, 3)), (1, 0)),
@@ -367,6 +381,18 @@ def test_every_op_kind_prints(kind: str) -> None:
 def test_every_registry_op_has_a_program() -> None:
     covered = {k for k, o in REGISTRY.items() if o.family in ("unary", "binary")} | set(_other_programs())
     assert covered >= set(REGISTRY), sorted(set(REGISTRY) - covered)
+
+
+def test_ragged_dot_prints_its_dimension_numbers_as_xla() -> None:
+    """XLA's form (xla/hlo/translate/mhlo_to_hlo/tests/ragged_dot.mlir)."""
+    b = xm.XlaBuilder("r")
+    dn = xm.RaggedDotDimensionNumbers(xm.DotDimensionNumbers((2,), (1,)), (1,), (0,))
+    b.ragged_dot(b.parameter(0, arr(F32, 19, 11, 5)), b.parameter(1, arr(F32, 3, 5, 7)),
+                 b.parameter(2, arr(xm.S64, 19, 3)), dn, precision_config="HIGHEST")
+    want = ("f32[19,11,7]{2,1,0} ragged-dot(f32[19,11,5]{2,1,0} %parameter.1, f32[3,5,7]{2,1,0} "
+            "%parameter.2, s64[19,3]{1,0} %parameter.3), lhs_contracting_dims={2}, rhs_contracting_dims={1}, "
+            "lhs_ragged_dims={1}, rhs_group_dims={0}, operand_precision={highest,highest}")
+    assert want in text_of(b.build())
 
 
 def test_ops_without_an_hlo_opcode_print_as_xla_would_hold_them() -> None:

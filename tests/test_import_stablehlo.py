@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 from conftest import run
@@ -223,35 +224,57 @@ def test_malformed_text_names_the_line():
 
 def test_op_without_counterpart_names_op_and_location():
     text = """func.func @main(%x: tensor<4xf32>, %n: tensor<i32>) -> tensor<4xf32> {
-      %0 = stablehlo.set_dimension_size %x, %n, dim = 0 : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
+      %0 = "stablehlo.unary_einsum"(%x) {einsum_config = "i->i"} : (tensor<4xf32>) -> tensor<4xf32>
       return %0 : tensor<4xf32>
     }"""
-    with pytest.raises(xm.CompileError, match=r"stablehlo\.set_dimension_size at m\.mlir:2:\d+: no xlamlir"):
+    with pytest.raises(xm.CompileError, match=r"stablehlo\.unary_einsum at m\.mlir:2:\d+: no xlamlir"):
         xm.import_stablehlo(text, filename="m.mlir")
     nested = """func.func @main(%p: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
       %0 = "stablehlo.if"(%p) ({
         "stablehlo.return"(%x) : (tensor<4xf32>) -> ()
       }, {
         %n = stablehlo.constant dense<2> : tensor<i32>
-        %y = stablehlo.set_dimension_size %x, %n, dim = 0 : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
+        %y = "stablehlo.unary_einsum"(%x) {einsum_config = "i->i"} : (tensor<4xf32>) -> tensor<4xf32>
         "stablehlo.return"(%y) : (tensor<4xf32>) -> ()
       }) : (tensor<i1>) -> tensor<4xf32>
       return %0 : tensor<4xf32>
     }"""
-    with pytest.raises(xm.CompileError, match=r"set_dimension_size at <input>:6:\d+"):
+    with pytest.raises(xm.CompileError, match=r"unary_einsum at <input>:6:\d+"):
         imported(nested)  # the op inside the region is named, not the if
 
 
-def test_unsupported_types_are_refused():
-    f8 = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf8E4M3FN> {
+def test_narrow_types_import():
+    f8 = """func.func @main(%x: tensor<4xf32>, %y: tensor<4xi4>) -> (tensor<4xf8E4M3FN>, tensor<2xi8>) {
       %0 = stablehlo.convert %x : (tensor<4xf32>) -> tensor<4xf8E4M3FN>
-      return %0 : tensor<4xf8E4M3FN>
+      %c = stablehlo.constant dense<[0.5, -2.0, 448.0, 1.0]> : tensor<4xf8E4M3FN>
+      %1 = stablehlo.add %0, %c : tensor<4xf8E4M3FN>
+      %k = stablehlo.constant dense<[1, -2, 7, -8]> : tensor<4xi4>
+      %2 = stablehlo.multiply %y, %k : tensor<4xi4>
+      %3 = stablehlo.reshape %2 : (tensor<4xi4>) -> tensor<2x2xi4>
+      %4 = stablehlo.bitcast_convert %3 : (tensor<2x2xi4>) -> tensor<2xi8>
+      return %1, %4 : tensor<4xf8E4M3FN>, tensor<2xi8>
     }"""
-    with pytest.raises(xm.CompileError, match=r"stablehlo\.convert at <input>:2:\d+: element type f8E4M3FN"):
-        imported(f8)
-    i4 = "func.func @main(%x: tensor<4xi4>) -> tensor<4xi4> {\n  return %x : tensor<4xi4>\n}"
-    with pytest.raises(xm.CompileError, match=r"parameter 0 of @main .*i4"):
-        imported(i4)
+    comp = imported(f8)
+    x = np.array([1.0, 3.0, 100.0, -1.0], np.float32)
+    y = np.array([3, 3, -1, 1], ml_dtypes.int4)
+    f, packed = xm.compile(comp)(x, y)
+    assert f.dtype == ml_dtypes.float8_e4m3fn
+    # 100 -> 96 (a tie, to even); 96 + 448 = 544 is past e4m3fn's largest, 448: NaN (no inf).
+    assert f.astype(np.float32)[[0, 1, 3]].tolist() == [1.5, 1.0, 0.0] and np.isnan(float(f[2]))
+    # s4 products 3, -6, -7, -8 wrap in 4 bits; packed two per byte, element 0 in the low bits.
+    assert packed.tolist() == [np.int8(np.uint8(0xA3)), np.int8(np.uint8(0x89))]
+
+
+def test_unsupported_types_are_refused():
+    f6 = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf6E2M3FN> {
+      %0 = stablehlo.convert %x : (tensor<4xf32>) -> tensor<4xf6E2M3FN>
+      return %0 : tensor<4xf6E2M3FN>
+    }"""
+    with pytest.raises(xm.CompileError, match=r"stablehlo\.convert at <input>:2:\d+: element type f6E2M3FN"):
+        imported(f6)
+    i3 = "func.func @main(%x: tensor<4xi3>) -> tensor<4xi3> {\n  return %x : tensor<4xi3>\n}"
+    with pytest.raises(xm.CompileError, match=r"parameter 0 of @main .*i3"):
+        imported(i3)
 
 
 def test_dynamic_shapes_that_stay_dynamic_are_refused():
@@ -297,17 +320,18 @@ def test_other_bad_modules():
 
 
 def test_unsupported_dot_algorithm():
+    """ANY_F8_ANY_F8_F32 is refused (the presets: test_import_dot_algorithms.py)."""
     text = """func.func @main(%a: tensor<2x2xf32>, %b: tensor<2x2xf32>) -> tensor<2x2xf32> {
       %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0],
-          algorithm = <lhs_precision_type = tf32, rhs_precision_type = tf32, accumulation_type = f32,
+          algorithm = <lhs_precision_type = f8E4M3FN, rhs_precision_type = f8E4M3FN, accumulation_type = f32,
                        lhs_component_count = 1, rhs_component_count = 1, num_primitive_operations = 1,
                        allow_imprecise_accumulation = false>
           : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
       return %0 : tensor<2x2xf32>
     }"""
-    with pytest.raises(xm.CompileError, match=r"dot_general at <input>:2:\d+: .*tf32"):
+    with pytest.raises(xm.CompileError, match=r"dot_general at <input>:2:\d+: .*f8e4m3fn"):
         imported(text)
-    ok = text.replace("tf32", "f32")
+    ok = text.replace("f8E4M3FN", "f32")
     a = np.arange(4, dtype=np.float32).reshape(2, 2)
     np.testing.assert_array_equal(xm.compile(imported(ok))(a, a), a @ a)
 
@@ -480,3 +504,38 @@ def test_dynamic_ops_with_static_results():
     np.testing.assert_array_equal(r, x.reshape(2, 3))
     np.testing.assert_array_equal(i, np.arange(4))
     np.testing.assert_array_equal(bc, np.broadcast_to(x, (2, 6)))
+
+
+def test_composite_is_imported_as_a_composite_call_that_keeps_its_name():
+    text = """
+    func.func @main(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>) {
+      %d, %s = stablehlo.composite "my.double_and_sum" %x {
+          composite_attributes = {n = 1 : i32, scale = 2.0 : f32},
+          decomposition = @double_and_sum, version = 3 : i32}
+        : (tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>)
+      %plain = stablehlo.composite "my.plain" %d {decomposition = @inner}
+        : (tensor<3xf32>) -> tensor<3xf32>
+      return %plain, %s : tensor<3xf32>, tensor<f32>
+    }
+    func.func private @double_and_sum(%a: tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>) {
+      %0 = stablehlo.add %a, %a : tensor<3xf32>
+      %z = stablehlo.constant dense<0.0> : tensor<f32>
+      %1 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0]
+        : (tensor<3xf32>, tensor<f32>) -> tensor<f32>
+      return %0, %1 : tensor<3xf32>, tensor<f32>
+    }
+    func.func private @inner(%a: tensor<3xf32>) -> tensor<3xf32> {
+      %0 = stablehlo.negate %a : tensor<3xf32>
+      return %0 : tensor<3xf32>
+    }"""
+    comp = imported(text)
+    x = np.float32([1, -2, 4.5])
+    plain, total = run(comp, x)
+    np.testing.assert_array_equal(plain, -2 * x)
+    assert total == np.float32(3.5)
+    mlir = comp.as_mlir_text()
+    assert mlir.count("xhlo.composite_call") == 2
+    hlo = comp.as_hlo_text()
+    assert 'composite.name="my.double_and_sum"' in hlo and 'composite.version="3"' in hlo
+    assert "composite.attributes={n = 1 : i32, scale = 2.000000e+00 : f32}" in hlo
+    assert 'composite.name="my.plain"' in hlo and 'composite.version="0"' in hlo

@@ -8,7 +8,7 @@ import numpy as np
 from mlir import ir
 
 import xlamlir as xm
-from xlamlir.dialect.irdl import new_context
+from xlamlir.dialect.context import new_context
 from xlamlir.lowering.passes.loop_hints import no_outer_unrolling
 from xlamlir.lowering.pipeline import run_pass
 

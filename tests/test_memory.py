@@ -1,7 +1,7 @@
 """Memory stays bounded: running one executable 100,000 times, and compiling many different
 computations (the compile cache is an LRU of runtime.compiler.CACHE_SIZE = 128 executables;
 an evicted executable's JIT engine is released, and so is every MLIR context but the
-thread's reusable one, dialect/irdl.py: reused_context).
+thread's reusable one, dialect/context.py: reused_context).
 
 RSS growth is measured as a ratio of the resident size after a warm-up. Compiling 1,000
 computations takes minutes, so this test compiles 24 with the cache shrunk to 4 (the same
@@ -20,7 +20,7 @@ import pytest
 from mlir import ir
 
 import xlamlir as xm
-from xlamlir.dialect.irdl import reused_context
+from xlamlir.dialect.context import reused_context
 from xlamlir.runtime import compiler
 
 

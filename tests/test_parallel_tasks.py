@@ -20,7 +20,7 @@ from mlir.execution_engine import ExecutionEngine
 from mlir.runtime import get_ranked_memref_descriptor
 
 import xlamlir as xm
-from xlamlir.dialect.irdl import new_context
+from xlamlir.dialect.context import new_context
 from xlamlir.lowering.pipeline import PARALLEL_LOOPS, SEQUENTIAL_LOOPS, Pipeline, run_pass
 from xlamlir.runtime.compiler import load_async_runtime
 

@@ -9,7 +9,7 @@ import inspect
 import pathlib
 
 import xlamlir as xm
-from xlamlir.dialect.irdl import dialect_irdl_text, new_context
+from xlamlir.dialect.context import new_context
 from xlamlir.dialect.registry import REGISTRY
 from xlamlir.lowering.patterns.framework import LOWERINGS, missing_lowerings
 
@@ -94,11 +94,12 @@ def test_the_builder_modules_import_no_circle() -> None:
         visit(module, [])
 
 
-def test_every_op_is_in_the_irdl_dialect() -> None:
-    text = dialect_irdl_text()
-    for name in REGISTRY:
-        assert f"irdl.operation @{name} " in text
-    new_context()  # loads without error
+def test_xhlo_ops_are_unregistered_in_the_context() -> None:
+    """MLIR does not know our ops (dialect/verify.py checks them): a context that registered
+    an xhlo op would verify it twice, and differently."""
+    ctx = new_context()
+    assert ctx.allow_unregistered_dialects
+    assert not any(ctx.is_registered_operation(opdef.full_name) for opdef in REGISTRY.values())
 
 
 def test_total_order_and_logical_not_sugar() -> None:

@@ -300,6 +300,32 @@ def _assert_layout(array: np.ndarray, shape: xm.Shape) -> None:
     assert array.strides == tuple(strides), (shape, array.strides)
 
 
+def test_tuple_parameter_leaf_layouts_reach_the_executable() -> None:
+    # comp.program_shape() and exe.program_shape() agree on a tuple parameter's leaf layouts;
+    # returned whole or taken out by get_tuple_element (the parameter's own data, as in XLA),
+    # the leaves keep them.
+    b = xm.XlaBuilder("tuple_param_layouts")
+    p = b.parameter(0, S("(f32[2,3]{0,1}, (s32[2,3,4]{1,0,2}, f32[3]))"))
+    comp = b.build(b.tuple([p, b.get_tuple_element(p, 0)]))
+    exe = xm.compile(comp)
+    assert exe.program_shape() == comp.program_shape()
+    assert str(exe.program_shape()[0][0]) == "(f32[2,3]{0,1}, (s32[2,3,4]{1,0,2}, f32[3]))"
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    g = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    v = np.float32([1, 2, 3])
+    for args in ((a, (g, v)), (np.asfortranarray(a), (np.asfortranarray(g), v))):
+        (a_out, (g_out, v_out)), a_gte = exe(args)
+        np.testing.assert_array_equal(a_out, a)
+        np.testing.assert_array_equal(g_out, g)
+        np.testing.assert_array_equal(v_out, v)
+        np.testing.assert_array_equal(a_gte, a)
+        _assert_layout(a_out, S("f32[2,3]{0,1}"))
+        _assert_layout(g_out, S("s32[2,3,4]{1,0,2}"))
+        _assert_layout(a_gte, S("f32[2,3]{0,1}"))
+    nested = exe.program_shape()[1]
+    assert str(nested) == "((f32[2,3]{0,1}, (s32[2,3,4]{1,0,2}, f32[3])), f32[2,3]{0,1})"
+
+
 def test_parameters_returned_in_tuples_keep_their_layouts() -> None:
     def body(b, x, g, y):
         pair = b.tuple([g, y])

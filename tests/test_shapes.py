@@ -29,19 +29,25 @@ def test_xla_numbering() -> None:
     expected = {
         "PRED": 1, "S8": 2, "S16": 3, "S32": 4, "S64": 5, "U8": 6, "U16": 7, "U32": 8,
         "U64": 9, "F16": 10, "F32": 11, "F64": 12, "TUPLE": 13, "C64": 15, "BF16": 16,
-        "TOKEN": 17, "C128": 18,
+        "TOKEN": 17, "C128": 18, "F8E5M2": 19, "F8E4M3FN": 20, "S4": 21, "U4": 22,
+        "F8E4M3B11FNUZ": 23, "F8E5M2FNUZ": 24, "F8E4M3FNUZ": 25, "S2": 26, "U2": 27,
+        "F8E4M3": 28, "F8E3M4": 29, "F4E2M1FN": 32, "F8E8M0FNU": 33,
     }  # fmt: skip
     assert {t.name: int(t) for t in PrimitiveType} == expected
 
 
 def test_predicates() -> None:
     assert P.PRED.is_pred and not P.PRED.is_integral
-    assert {t for t in PrimitiveType if t.is_signed_int} == {P.S8, P.S16, P.S32, P.S64}
-    assert {t for t in PrimitiveType if t.is_unsigned_int} == {P.U8, P.U16, P.U32, P.U64}
-    assert {t for t in PrimitiveType if t.is_integral} == {
-        P.S8, P.S16, P.S32, P.S64, P.U8, P.U16, P.U32, P.U64,
-    }  # fmt: skip
-    assert {t for t in PrimitiveType if t.is_floating} == {P.F16, P.BF16, P.F32, P.F64}
+    signed = {P.S2, P.S4, P.S8, P.S16, P.S32, P.S64}
+    unsigned = {P.U2, P.U4, P.U8, P.U16, P.U32, P.U64}
+    narrow = {P.F8E5M2, P.F8E4M3FN, P.F8E4M3B11FNUZ, P.F8E5M2FNUZ, P.F8E4M3FNUZ, P.F8E4M3,
+              P.F8E3M4, P.F4E2M1FN, P.F8E8M0FNU}
+    assert {t for t in PrimitiveType if t.is_signed_int} == signed
+    assert {t for t in PrimitiveType if t.is_unsigned_int} == unsigned
+    assert {t for t in PrimitiveType if t.is_integral} == signed | unsigned
+    assert {t for t in PrimitiveType if t.is_sub_byte_int} == {P.S2, P.S4, P.U2, P.U4}
+    assert {t for t in PrimitiveType if t.is_narrow_float} == narrow
+    assert {t for t in PrimitiveType if t.is_floating} == {P.F16, P.BF16, P.F32, P.F64} | narrow
     assert {t for t in PrimitiveType if t.is_complex} == {P.C64, P.C128}
     assert {t for t in PrimitiveType if not t.is_array_type} == {P.TUPLE, P.TOKEN}
 
@@ -59,12 +65,36 @@ def test_widths_and_names() -> None:
         P.PRED: "i1", P.S8: "i8", P.S16: "i16", P.S32: "i32", P.S64: "i64", P.U8: "ui8",
         P.U16: "ui16", P.U32: "ui32", P.U64: "ui64", P.F16: "f16", P.BF16: "bf16",
         P.F32: "f32", P.F64: "f64", P.C64: "complex<f32>", P.C128: "complex<f64>",
+        P.S2: "i2", P.S4: "i4", P.U2: "ui2", P.U4: "ui4", P.F8E5M2: "f8E5M2",
+        P.F8E4M3FN: "f8E4M3FN", P.F8E4M3B11FNUZ: "f8E4M3B11FNUZ", P.F8E5M2FNUZ: "f8E5M2FNUZ",
+        P.F8E4M3FNUZ: "f8E4M3FNUZ", P.F8E4M3: "f8E4M3", P.F8E3M4: "f8E3M4",
+        P.F4E2M1FN: "f4E2M1FN", P.F8E8M0FNU: "f8E8M0FNU",
     }  # fmt: skip
     assert {t: t.mlir_name for t in ARRAY_TYPES} == mlir
     assert P.C64.complex_component is P.F32
     assert P.C128.complex_component is P.F64
     assert P.F16.complex_component is P.F16
     assert str(P.F32) == "f32" and f"{P.BF16}" == "bf16"
+    assert P.S4.bit_width == 4 and P.U2.bit_width == 2 and P.F4E2M1FN.bit_width == 4
+    assert P.F8E5M2.bit_width == 8 and P.S4.byte_width == 1
+    assert [t.text_name for t in (P.S4, P.F8E5M2, P.F8E4M3FN, P.F8E4M3B11FNUZ, P.F8E8M0FNU)] == [
+        "s4", "f8e5m2", "f8e4m3fn", "f8e4m3b11fnuz", "f8e8m0fnu"]
+    assert str(Shape.array(P.S4, (2, 3))) == "s4[2,3]" and str(Shape.array(P.F8E4M3FN, ())) == "f8e4m3fn[]"
+
+
+def test_float_formats_match_ml_dtypes() -> None:
+    for t in ARRAY_TYPES:
+        if not t.is_floating:
+            continue
+        f, info = t.float_format, ml_dtypes.finfo(dtype_of(t))
+        assert f.bits == info.bits, t
+        assert f.mantissa_bits == info.nmant, t
+        assert f.exponent_bits == info.nexp, t
+        # E8M0FNU has no subnormals: its exponent field 0 is the normal 2^-127.
+        lowest_exponent = -f.bias if f.mantissa_bits == 0 else 1 - f.bias
+        assert 2.0 ** lowest_exponent == float(info.smallest_normal), t
+    with pytest.raises(ShapeError):
+        _ = P.S4.float_format
 
 
 @pytest.mark.parametrize("t", ARRAY_TYPES, ids=str)
@@ -96,6 +126,9 @@ def test_specific_dtypes() -> None:
         ("u8", P.U8), ("f16", P.F16), ("s64", P.S64), ("c64", P.C64), (np.float16, P.F16),
         (bool, P.PRED), (np.bool_, P.PRED), ("complex128", P.C128), (np.uint16, P.U16),
         (np.dtype(">f4"), P.F32), (np.float64(1.0), P.F64), ("token", P.TOKEN),
+        (ml_dtypes.int4, P.S4), (ml_dtypes.uint2, P.U2), ("s4", P.S4), ("F8E4M3FN", P.F8E4M3FN),
+        (ml_dtypes.float8_e4m3fn, P.F8E4M3FN), (ml_dtypes.float8_e8m0fnu, P.F8E8M0FNU),
+        (ml_dtypes.float4_e2m1fn, P.F4E2M1FN), ("f8e4m3b11fnuz", P.F8E4M3B11FNUZ),
     ],
 )  # fmt: skip
 def test_type_of(x: object, t: PrimitiveType) -> None:
@@ -103,7 +136,7 @@ def test_type_of(x: object, t: PrimitiveType) -> None:
 
 
 @pytest.mark.parametrize(
-    "x", [np.float128, object, str, "U3", None, 3, 1.5, "nope", ml_dtypes.float8_e4m3fn, [1]]
+    "x", [np.float128, object, str, "U3", None, 3, 1.5, "nope", ml_dtypes.float6_e2m3fn, ml_dtypes.int1, [1]]
 )
 def test_type_of_rejects(x: object) -> None:
     with pytest.raises(ShapeError):
@@ -332,7 +365,7 @@ MALFORMED = [
     "", " ", "f32", "f32[", "f32[2", "f32[2,]", "f32[,2]", "f32[2,3", "f32[-1]", "f32[2.5]",
     "f32[a]", "f33[2]", "F32[2]", "float32[2]", "tuple[]", "f32[2]x", "f32[2] f32[3]",
     "f32[2]{1}", "f32[2,3]{0}", "f32[2,3]{0,0}", "f32[2,3]{1,2}", "f32[2]{0", "f32[2]{}",
-    "f32[2,3]{1,0:T(8,128)}", "f32[<=3]", "f32[?]", "(", "(f32[2]", "(f32[2],)", "(,)",
+    "f32[2,3]{1,0:T(8,128)}", "f32[<3]", "f32[<=]", "f32[?]", "(", "(f32[2]", "(f32[2],)", "(,)",
     "f32[2])", "(f32[2] s32[])", "token[2]", "token[]{0}", "token", "[2]", "/* */",
     "f32[2]/*", "()()",
 ]  # fmt: skip
@@ -367,6 +400,12 @@ MLIR_CASES = [
     ("()", "tuple<>"),
     ("token[]", "!xhlo.token"),
     ("((token[], u8[3]), s64[])", "tuple<tuple<!xhlo.token, tensor<3xui8>>, tensor<i64>>"),
+    ("s4[2,3]", "tensor<2x3xi4>"),
+    ("u2[5]", "tensor<5xui2>"),
+    ("f8e5m2[4]", "tensor<4xf8E5M2>"),
+    ("f8e4m3fn[]", "tensor<f8E4M3FN>"),
+    ("(f8e4m3b11fnuz[1], f4e2m1fn[2,2])", "tuple<tensor<1xf8E4M3B11FNUZ>, tensor<2x2xf4E2M1FN>>"),
+    ("f8e8m0fnu[3]", "tensor<3xf8E8M0FNU>"),
 ]
 
 
@@ -400,8 +439,8 @@ def test_mlir_type_text_lenient(text: str, xla: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "tensor<?x3xf32>", "tensor<*xf32>", "memref<2xf32>", "vector<4xf32>", "tensor<2xf8E4M3FN>",
-        "tensor<2xi4>", "tensor<2xindex>", "tensor<2x3xf32, #enc>", "tensor<2x>", "tensor<2xf32",
+        "tensor<?x3xf32>", "tensor<*xf32>", "memref<2xf32>", "vector<4xf32>", "tensor<2xf6E2M3FN>",
+        "tensor<2xi3>", "tensor<2xindex>", "tensor<2x3xf32, #enc>", "tensor<2x>", "tensor<2xf32",
         "tensor<2xf32>>", "tuple<tensor<f32>", "tuple<tensor<f32>,>", "f32", "i32", "",
         "!stablehlo.token", "tensor<-1xf32>", "tensor<ui1>", "tensor<si1>", "tensor<complex<i32>>",
         "tensor<2xf32> tensor<f32>", "tensor<2xui128>", "tensor<2xf128>",

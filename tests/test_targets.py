@@ -134,6 +134,65 @@ def test_f32_programs_same_bits_on_every_target(target: str) -> None:
     np.testing.assert_allclose(got[0], np.maximum(a @ w, 0), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_batched_dot_same_bits_on_every_target(target: str) -> None:
+    # The batched schedule's register tiles differ per target (8 x 32 with AVX-512, 6 x 16
+    # else); every element is still one fma chain over k in order, so the bits agree. The
+    # second product is an attention-shaped [B,H,S,D] x [B,H,S,D] contracting D, N = 70 off
+    # the panel widths; the third a matrix-vector product (its sums in vector lanes).
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 40, 144), dtype=np.float32)
+    y = rng.standard_normal((3, 144, 72), dtype=np.float32)
+    q = rng.standard_normal((2, 2, 48, 64), dtype=np.float32)
+    k = rng.standard_normal((2, 2, 70, 64), dtype=np.float32)
+    b = xm.XlaBuilder("bdot")
+    px, py, pq, pk = (b.parameter(i, xm.Shape.array(xm.F32, a.shape)) for i, a in enumerate((x, y, q, k)))
+    products = [b.dot_general(px, py, xm.DotDimensionNumbers((2,), (1,), (0,), (0,))),
+                b.dot_general(pq, pk, xm.DotDimensionNumbers((3,), (3,), (0, 1), (0, 1))),
+                b.dot_general(px, b.reshape(b.slice(py, (0, 0, 0), (1, 144, 1)), (144,)),
+                              xm.DotDimensionNumbers((2,), (0,), (), ()))]
+    comp = b.build(products)
+    host = xm.compile(comp)(x, y, q, k)
+    got = xm.compile(comp, target_cpu=target)(x, y, q, k)
+    for g, h in zip(got, host):
+        np.testing.assert_array_equal(_bits(g), _bits(h), err_msg=target)
+    np.testing.assert_allclose(got[0], x.astype(np.float64) @ y, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[1], np.einsum("bhsd,bhtd->bhst", q.astype(np.float64), k),
+                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[2], x.astype(np.float64) @ y[0, :, 0], rtol=1e-4, atol=1e-4)
+
+
+def _strided_conv_and_max_pool() -> xm.XlaComputation:
+    """A 3x3/2 NCHW convolution (stride phases on the scheduled NHWC kernel, vector-tile
+    transposes) and a padded 3x3/2 max-pool (vector window loops), in one program."""
+    b = xm.XlaBuilder("conv_pool")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (2, 64, 17, 15)))
+    k = b.parameter(1, xm.Shape.array(xm.F32, (48, 64, 3, 3)))
+    y = b.parameter(2, xm.Shape.array(xm.F32, (2, 9, 11, 40)))
+    conv = b.conv_general_dilated(x, k, (2, 2), [(1, 1), (1, 1)], dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    pool = b.reduce_window(y, b.constant(np.float32(-np.inf)), lambda a, v: a.builder.max(a, v),
+                           [1, 3, 3, 1], [1, 2, 2, 1], padding=[(0, 0), (1, 1), (0, 1), (0, 0)])
+    return b.build([conv, pool])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_strided_conv_and_max_pool_same_bits_on_every_target(target: str) -> None:
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 64, 17, 15), dtype=np.float32)
+    k = rng.standard_normal((48, 64, 3, 3), dtype=np.float32)
+    y = rng.standard_normal((2, 9, 11, 40), dtype=np.float32)
+    y.reshape(-1)[rng.choice(y.size, 60, replace=False)] = np.array(
+        [np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf], np.float32).repeat(10)
+    comp = _strided_conv_and_max_pool()
+    host = xm.compile(comp)(x, k, y)
+    got = xm.compile(comp, target_cpu=target)(x, k, y)
+    for g, h in zip(got, host):
+        np.testing.assert_array_equal(_bits(g), _bits(h), err_msg=target)
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))[:, :, ::2, ::2]
+    np.testing.assert_allclose(got[0], np.einsum("ncyxij,ocij->noyx", windows, k), rtol=1e-4, atol=1e-3)
+
+
 def _disassemble(exe: xm.Executable, tmp_path: Path) -> str:
     objdump = shutil.which("llvm-objdump") or shutil.which("objdump")
     if objdump is None:
@@ -276,3 +335,49 @@ def _convert_program(src: np.dtype, dst: np.dtype, n: int) -> xm.XlaComputation:
     b = xm.XlaBuilder("convert")
     b.convert_element_type(b.parameter(0, xm.Shape.array(src, (n,))), dst)
     return b.build()
+
+
+NARROW_FLOATS = [np.dtype(d) for d in (
+    ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3b11fnuz,
+    ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e4m3, ml_dtypes.float8_e3m4,
+    ml_dtypes.float4_e2m1fn, ml_dtypes.float8_e8m0fnu)]
+
+
+def _narrow_programs(dtype: np.dtype) -> list[tuple[str, xm.XlaComputation, np.ndarray]]:
+    """Every bit pattern decoded, arithmetic on them, and f32/f64/s32 inputs rounded to the type."""
+    patterns = np.arange(16 if dtype.name == "float4_e2m1fn" else 256, dtype=np.uint8).view(dtype)
+    sweep = np.arange(0, 1 << 32, 65521, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    sweep = np.concatenate([sweep, patterns.astype(np.float32) * np.float32(1.0625),
+                            np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0], np.float32)])
+    ints = np.arange(-3000, 3000, 7, dtype=np.int32)
+    return [
+        ("to f32", _convert_program(dtype, np.dtype(np.float32), patterns.size), patterns),
+        ("x * x + x", _unary(dtype, patterns.size, lambda b, x: x * x + x), patterns),
+        ("reduce_precision(x, 3, 1)", _unary(dtype, patterns.size, lambda b, x: b.reduce_precision(x, 3, 1)),
+         patterns),
+        ("from f32", _convert_program(np.dtype(np.float32), dtype, sweep.size), sweep),
+        ("from f64", _convert_program(np.dtype(np.float64), dtype, sweep.size), sweep.astype(np.float64) / 3),
+        ("from s32", _convert_program(np.dtype(np.int32), dtype, ints.size), ints),
+    ]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_narrow_floats_same_bits_on_every_target(target: str) -> None:
+    """The narrow floats' conversions are integer code (soft_float): one result everywhere."""
+    for dtype in NARROW_FLOATS:
+        for what, comp, arg in _narrow_programs(dtype):
+            host = xm.compile(comp)(arg)
+            got = xm.compile(comp, target_cpu=target)(arg)
+            np.testing.assert_array_equal(_bits(got), _bits(host), err_msg=f"{dtype} {what} on {target}")
+
+
+def test_no_narrow_float_is_left_to_the_cpu() -> None:
+    """No LLVM op but moves of bits sees a narrow float type (LLVM has none; a conversion
+    left to it would be a libcall or a CPU's own rounding)."""
+    for dtype in NARROW_FLOATS:
+        for what, comp, _ in _narrow_programs(dtype):
+            text = xm.compile(comp).stages["llvm"]
+            for line in text.splitlines():
+                if re.search(r"\bf[48]E[0-9A-Z]+\b", line):
+                    op = re.search(r"(?:= |^\s*)(llvm\.[a-z_.0-9]+)", line)
+                    assert op is None or op.group(1) in _MOVES, f"{dtype} {what}: {line.strip()}"

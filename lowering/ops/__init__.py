@@ -11,6 +11,8 @@ from . import (  # noqa: F401  (registration side effects)
     core,
     custom,
     dot,
+    dot_variants,
+    dynamic,
     elementwise,
     fft,
     indexing,
@@ -18,6 +20,7 @@ from . import (  # noqa: F401  (registration side effects)
     linear_algebra,
     reduce,
     rng,
+    scan,
     shape_ops,
     sort,
 )

@@ -25,6 +25,7 @@ from mlir import ir
 from mlir.dialects import tensor
 
 from ...dialect.element_types import PrimitiveType
+from ...dialect.errors import CompileError
 from ...dialect.ops_collective import parse_replica_groups
 from ...dialect.shape import Shape
 from ..patterns.computations import current_library
@@ -152,3 +153,18 @@ def lower_collective_broadcast(v: OpView) -> ir.Value:
     x = v.args["operand"]
     return runtime_call(v, TARGET_PREFIX + "broadcast", _opaque(v, "broadcast", groups=groups), [x],
                         [_storage_shape(x)])[0]
+
+
+@lowers("ragged_all_to_all")
+def lower_ragged_all_to_all(v: OpView) -> ir.Value:
+    groups, size = _group_size(v)
+    rows = v.shapes["input_offsets"].dimensions[0]
+    if rows != size:  # with explicit groups the shape rule checked this already
+        raise CompileError(f"ragged_all_to_all: the offsets and sizes have {rows} rows, one per "
+                           f"replica of the group, but the group has {size} replicas", "linalg")
+    names = ("input", "output", "input_offsets", "send_sizes", "output_offsets", "recv_sizes")
+    inputs = [v.args[name] for name in names]
+    output = v.args["output"]
+    return runtime_call(v, TARGET_PREFIX + "ragged_all_to_all",
+                        _opaque(v, "ragged_all_to_all", groups=groups), inputs,
+                        [_storage_shape(output)])[0]

@@ -1,4 +1,5 @@
-"""Lowerings of call, map, while, case and optimization_barrier.
+"""Lowerings of call, composite_call (a call of its decomposition), map, while, case, scan and
+optimization_barrier.
 
 Tensor-level computations (call, while bodies and conditions, branches) are
 copied from the computation library as xhlo ops into the region that needs
@@ -46,7 +47,7 @@ def _scalar_i1(pred_tensor: ir.Value) -> ir.Value:
     return arith.trunci(ir.IntegerType.get_signless(1), stored)
 
 
-@lowers("call")
+@lowers("call", "composite_call")
 def lower_call(v: OpView) -> ir.Value:
     leaves = current_library().emit_tensor(v.attrs["to_apply"], _raw_operand_leaves(v, "operands"))
     return _result(v, leaves)

@@ -10,6 +10,12 @@ Steps:
    constant zero tensor, then a `tensor.extract_slice` for what negative
    padding removes. After this step only strides and rhs dilation remain.
 3. Convolve `P` with the kernel into a zero-filled accumulator:
+   - a 2-D f32-accumulated convolution without groups or lhs dilation, large
+     enough for the "tiled" stage's schedule, in any other layout, with strides
+     and/or kernel dilations: `_nhwc` (step 3a') makes it one `conv_2d_nhwc_hwcf`
+     with those strides and dilations (the scheduled form) on a padded NHWC copy
+     of lhs, and transposes the result back (lowering/ops/transpose_tiles.py); it
+     pads the NHWC copy itself, so this path starts from lhs rather than P;
    - a named op where the layouts fit and every stride is 1:
      `conv_{1,2,3}d_n..c_..cf` / `conv_2d_nhwc_fhwc` / `conv_{1,2,3}d_nc.._fc..`
      without groups; `depthwise_conv_*` (channel multiplier and plain forms);
@@ -47,6 +53,7 @@ from ...dialect.shape import Shape
 from ..patterns.framework import OpView, lowers, signless_type
 from ..scalar import conversion
 from ..scalar.arithmetic import Elem
+from . import transpose_tiles
 from .dot import accumulation_type, multiply_add
 from .elementwise import generic
 
@@ -366,6 +373,78 @@ def _named(c: _Conv, padded: ir.Value, rhs: ir.Value, t: PrimitiveType) -> ir.Va
     return None
 
 
+# -- step 3a': big 2-D f32 convolutions as NHWC/HWIO convolutions -------------------------
+
+# The flops from which the "tiled" stage schedules a conv_2d_nhwc_hwcf (its MIN_FLOPS,
+# lowering/passes/schedules.py, which ops/ may not import): below, the relayout costs more
+# than it saves.
+SCHEDULED_MIN_FLOPS = 2 * 64**3
+
+
+def _pad_nhwc(x: ir.Value, dims: list[int], padding: Sequence[tuple[int, int]],
+              t: PrimitiveType) -> ir.Value:
+    """x (NHWC) padded with zeros (low, high) along H and W, as `_padded_input` does: a
+    copy into a constant zero block (the "tiled" stage makes the block a vectorized fill),
+    then a crop for negative padding."""
+    full = [dims[0], *(max(low, 0) + dims[1 + k] + max(high, 0) for k, (low, high) in enumerate(padding)),
+            dims[3]]
+    result = x
+    if full != dims:
+        offsets = [0, *(max(low, 0) for low, _ in padding), 0]
+        result = tensor.InsertSliceOp(x, _zero_block(full, t), [], [], [], offsets, dims, [1] * 4).result
+    padded = [dims[0], *(low + dims[1 + k] + high for k, (low, high) in enumerate(padding)), dims[3]]
+    if padded != full:
+        offsets = [0, *(max(-low, 0) for low, _ in padding), 0]
+        result = tensor.ExtractSliceOp(_tensor_type(padded, t), result, [], [], [], offsets, padded,
+                                       [1] * 4).result
+    return result
+
+
+def _nhwc(c: _Conv, lhs: ir.Value, rhs: ir.Value, t: PrimitiveType) -> ir.Value | None:
+    """The convolution as one `conv_2d_nhwc_hwcf` with its strides and kernel dilations,
+    the form the "tiled" stage schedules (register-tiled and vectorized); None when it
+    does not apply.
+
+    Other layouts are transposed to NHWC/HWIO and the result back (copies of the operands,
+    small next to the convolution's work; measured, the NHWC kernel on a transposed copy
+    beats the generic in place). The schedule reads strided and dilated windows itself,
+    so there is one convolution whatever the strides (it was one per stride phase: as
+    fast, at several times the compile time).
+    """
+    if (t != P.F32 or c.n != 2 or c.groups != 1 or c.batch_groups != 1
+            or c.lhs_dilation != (1, 1)):
+        return None
+    d = c.d
+    window = [c.rhs.dimensions[dim] for dim in d.kernel_spatial_dimensions]
+    strides = [c.stride(k) for k in range(2)]
+    dilations = [c.rhs_dilation[k] if window[k] > 1 else 1 for k in range(2)]
+    if (c.lhs_layout == c.out_layout == "N01C" and c.rhs_layout == "01IO" and strides == [1, 1]
+            and dilations == [1, 1]):
+        return None  # the named path is this form already
+    n, features = c.lhs.dimensions[d.input_batch_dimension], c.lhs.dimensions[d.input_feature_dimension]
+    kernel_out = c.rhs.dimensions[d.kernel_output_feature_dimension]
+    out_size = [c.out.dimensions[dim] for dim in d.output_spatial_dimensions]
+    flops = 2 * n * kernel_out * features * out_size[0] * out_size[1] * window[0] * window[1]
+    if flops < SCHEDULED_MIN_FLOPS:
+        return None
+    x_dims = [c.lhs.dimensions[dim] for dim in (d.input_batch_dimension, *d.input_spatial_dimensions,
+                                                  d.input_feature_dimension)]
+    x = _relayout(lhs, c.lhs.dimensions, [c.lhs_layout.index(ch) for ch in "N01C"])
+    padded = _pad_nhwc(x, x_dims, c.padding, t)
+    out_dims = [n, *out_size, kernel_out]
+    total = _value(linalg.conv_2d_nhwc_hwcf(padded, _kernel_as(rhs, c, "01IO"), outs=[_zeros(out_dims, t)],
+                                            strides=strides, dilations=dilations))
+    return _relayout(total, out_dims, ["N01C".index(ch) for ch in c.out_layout])
+
+
+def _relayout(value: ir.Value, dims: Sequence[int], permutation: Sequence[int]) -> ir.Value:
+    """`value` transposed, by tiles of vectors where that applies (ops/transpose_tiles.py)."""
+    element = ir.RankedTensorType(value.type).element_type
+    if transpose_tiles.applies(dims, permutation, element):
+        return transpose_tiles.transpose_tiles(value, dims, permutation)
+    return _transpose(value, dims, permutation)
+
+
 # -- step 3b: the general linalg.generic ---------------------------------------------------------------
 
 def _split(dims: Sequence[int], dim: int, parts: tuple[int, int]) -> list[int]:
@@ -464,6 +543,9 @@ def lower_convolution(v: OpView) -> ir.Value:
         return tensor.EmptyOp(list(out.dimensions), ir.RankedTensorType(v.result_type).element_type).result
     lhs = _convert(v.args["lhs"], c.lhs, acc)
     rhs = _convert(v.args["rhs"], c.rhs, acc)
+    result = _nhwc(c, lhs, rhs, acc)
+    if result is not None:
+        return _convert(result, out.with_element_type(acc), out.element_type)
     padded = _padded_input(c, lhs, acc)
     result = _named(c, padded, rhs, acc)
     if result is None:

@@ -10,7 +10,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg
 from mlir.dialects import complex as cx
 
-from ...dialect.element_types import PrimitiveType
+from ...dialect.element_types import PrimitiveType, dtype_of
 from ...dialect.shape import Shape
 from ..patterns.framework import ERASED, NO_MATCH, OpView, lowers, signless_type
 from ..scalar.arithmetic import Elem
@@ -35,8 +35,9 @@ def lower_constant(v: OpView) -> ir.Value:
             value = ir.Attribute.parse(f"dense<> : {wanted}")
         else:
             value = ir.Attribute.parse(f'dense<"0x{bits.tobytes().hex().upper()}"> : {wanted}')
-    elif v.result_shape.element_type == PrimitiveType.BF16:
-        raw = _bf16_bits(value, v.result_shape)
+    elif (v.result_shape.element_type == PrimitiveType.BF16 or v.result_shape.element_type.is_sub_byte_int
+          or v.result_shape.element_type.is_narrow_float):
+        raw = _raw_bits(value, v.result_shape)
         value = ir.Attribute.parse(f'dense<"0x{raw.tobytes().hex().upper()}"> : {wanted}'
                                    if raw.size else f"dense<> : {wanted}")
     elif wanted != value.type:
@@ -89,24 +90,34 @@ def lower_broadcast_in_dim(v: OpView) -> ir.Value:
                    input_maps=[in_map])
 
 
-def _bf16_bits(attr: ir.Attribute, shape: Shape) -> np.ndarray:
-    """The raw 16-bit patterns of a bf16 dense attribute (numpy cannot read bf16 attrs).
+def _raw_bits(attr: ir.Attribute, shape: Shape) -> np.ndarray:
+    """The stored bit patterns (uint8 or uint16) of a bf16, sub-byte integer or narrow
+    float dense attribute, which the Python bindings cannot read as a buffer.
 
-    MLIR prints bf16 elements as decimals, or as hex bit patterns (NaN, -0 forms), or
-    the whole array as one hex blob."""
-    import ml_dtypes
-
+    MLIR prints such elements as decimals, or as hex bit patterns (NaN, -0 forms), or
+    the whole array as one hex blob of its storage (one byte per element, two for bf16).
+    A sub-byte integer keeps its low bits (the rest zero, as ml_dtypes stores it)."""
+    t = shape.element_type
+    dtype = dtype_of(t)
+    bits = np.dtype(np.uint16) if dtype.itemsize == 2 else np.dtype(np.uint8)
+    mask = (1 << t.bit_width) - 1
     text = str(attr)
     if shape.numel == 0:
-        return np.zeros(0, np.uint16)
+        return np.zeros(0, bits)
     if '"0x' in text:
-        raw = np.frombuffer(bytes.fromhex(text.split('"0x', 1)[1].split('"', 1)[0]), np.uint16)
+        raw = np.frombuffer(bytes.fromhex(text.split('"0x', 1)[1].split('"', 1)[0]), bits) & mask
     else:
         body = text[text.index("<") + 1: text.rindex("> :")]
         tokens = body.replace("[", " ").replace("]", " ").replace(",", " ").split()
-        raw = np.array([int(t, 16) if t.startswith("0x") else
-                        int(np.array(float(t), ml_dtypes.bfloat16).view(np.uint16)) for t in tokens],
-                       np.uint16)
+
+        def one(token: str) -> int:
+            if token.startswith("0x"):
+                return int(token, 16) & mask
+            if t.is_integral:
+                return int(token) & mask
+            return int(np.array(float(token)).astype(dtype).view(bits))
+
+        raw = np.array([one(token) for token in tokens], bits)
     return np.broadcast_to(raw, (shape.numel,)) if raw.size == 1 else raw
 
 
@@ -114,7 +125,9 @@ def _bf16_bits(attr: ir.Attribute, shape: Shape) -> np.ndarray:
 def lower_bitcast_convert(v: OpView) -> ir.Value:
     """Reinterpretation in the integer domain. bf16 is already stored as i16 (see
     `framework.signless_type`), so no bf16 value, whose NaN payload LLVM would
-    rewrite, ever exists."""
+    rewrite, ever exists. Sub-byte types are stored one per byte (their low bits):
+    their parts are cut from and joined into the wider value little-endian, element 0
+    in the lowest bits (XLA: s8 0x21 is s4 {1, 2})."""
     src_shape, out = v.shapes["operand"], v.result_shape
     src, dst = Elem(src_shape.element_type), Elem(out.element_type)
     src_int = ir.IntegerType.get_signless(src.bits)
@@ -122,10 +135,18 @@ def lower_bitcast_convert(v: OpView) -> ir.Value:
     dst_storage = ir.RankedTensorType(v.result_type).element_type
 
     def to_int(x: ir.Value) -> ir.Value:
-        return x if x.type == src_int else arith.bitcast(src_int, x)
+        if x.type == src_int:
+            return x
+        if isinstance(x.type, ir.IntegerType) and ir.IntegerType(x.type).width > src.bits:
+            return arith.trunci(src_int, x)  # a sub-byte value's storage byte
+        return arith.bitcast(src_int, x)
 
     def to_dst(x: ir.Value) -> ir.Value:
-        return x if x.type == dst_storage else arith.bitcast(dst_storage, x)
+        if x.type == dst_storage:
+            return x
+        if isinstance(dst_storage, ir.IntegerType) and ir.IntegerType(dst_storage).width > dst.bits:
+            return arith.extui(dst_storage, x)  # high bits zero, as ml_dtypes stores them
+        return arith.bitcast(dst_storage, x)
 
     operand = v.args["operand"]
     if src.t == dst.t:
@@ -140,7 +161,8 @@ def lower_bitcast_convert(v: OpView) -> ir.Value:
 
 def _raw(shape):
     """The shape seen as integers of its width: `generic` then leaves storage values alone."""
-    widths = {8: PrimitiveType.S8, 16: PrimitiveType.S16, 32: PrimitiveType.S32, 64: PrimitiveType.S64}
+    widths = {2: PrimitiveType.S8, 4: PrimitiveType.S8, 8: PrimitiveType.S8, 16: PrimitiveType.S16,
+              32: PrimitiveType.S32, 64: PrimitiveType.S64}  # sub-byte types: their storage byte
     return shape.with_element_type(widths[shape.element_type.bit_width])
 
 

@@ -12,7 +12,8 @@ pred's one-byte storage (0/1 bytes; bitwise and/or keep them 0/1).
 
 Named ops where the layout is the standard one (`linalg.matmul`,
 `linalg.batch_matmul` with one leading batch dimension, `linalg.matvec`,
-`linalg.vecmat`, `linalg.dot`); anything else is a linalg.generic whose
+`linalg.vecmat`, `linalg.dot`); a matrix-vector product along A's minor dimension
+sums in vector lanes (`dot_lanes`); anything else is a linalg.generic whose
 indexing maps place every operand dimension directly, so no transpose is
 materialised. Imports `dialect` and the lowering modules.
 """
@@ -31,6 +32,7 @@ from ...dialect.shape import Shape
 from ..patterns.framework import OpView, lowers, signless_type
 from ..scalar import conversion
 from ..scalar.arithmetic import Elem
+from . import dot_lanes
 from .elementwise import generic
 
 P = PrimitiveType
@@ -44,6 +46,9 @@ def accumulation_type(lhs: PrimitiveType, rhs: PrimitiveType, result: PrimitiveT
     if result.is_floating:
         wide = any(t in (P.F64, P.C128) for t in (lhs, rhs))
         return P.F64 if wide or result == P.F64 else P.F32
+    if result.is_sub_byte_int:
+        # Summed in a byte (their storage), then truncated: the same sum modulo 2^width.
+        return P.S8 if result.is_signed_int else P.U8
     return result  # integers wrap in the result type; pred is or-of-ands
 
 
@@ -143,7 +148,13 @@ def lower_dot_general(v: OpView) -> ir.Value:
     init = _zero_filled(out, acc)
     # Named ops multiply-add; a pred dot is or-of-ands, so it always takes the generic.
     named = None if acc == P.PRED else _named_contraction(d, lhs_shape.rank, rhs_shape.rank)
-    if named is not None:
+    vector = dot_lanes.vector_operand(d, lhs_shape, rhs_shape, acc)
+    if vector is not None:
+        add = arith.addf if acc.is_floating else arith.addi
+        matrix_value, vector_value = (lhs, rhs) if vector == "rhs" else (rhs, lhs)
+        result = dot_lanes.lane_dot(matrix_value, vector_value, len(d.lhs_batch_dimensions), _zero(acc),
+                                    multiply_add(acc), add, vector_first=vector == "lhs")
+    elif named is not None:
         result = named(lhs, rhs, outs=[init])
     else:
         result = _generic_contraction(d, lhs, rhs, lhs_shape, rhs_shape, init, acc)

@@ -13,6 +13,10 @@ values cannot live in vectors). A transform along an axis of length n picks:
       T'[k0 + L q, j] = sum_p w_{RL}**(p (k0 + L q)) T[k0, j + p r/R],
   reading and writing the axis through affine index maps (k0 r + j, ...), the
   dimensions after the axis innermost, so the rows it moves are contiguous.
+  When the last dimension holds 4 or more lanes (always, past 32 points, in the
+  four-step method) a pass is instead an explicit vector loop
+  (lowering/ops/fft_vector.py) that reads each input once and does the radix-4
+  DFT by additions.
   The last axis has nothing after it, so it is transformed by the four-step
   method: as [n2, n1] (j = j2 n1 + j1), Stockham along n2 (rows of n1), a
   twiddle by w_n**(j1 k2) fused with a transpose, Stockham along n1 (rows of
@@ -26,7 +30,10 @@ longer transforms gather them from two short sin/cos tables computed at run
 time in f64 (w**(hi*S) * w**lo), so no constant is ever large. Successive
 Stockham passes write into the buffers the pass before them read, so a
 transform uses two pairs of buffers, not one per pass. IFFT transforms with
-the conjugate twiddles and scales by 1 / prod(n) at the end. RFFT transforms the last axis first and
+the conjugate twiddles and scales by 1 / prod(n) at the end. An even last length n of RFFT and
+IRFFT is one complex transform of length n / 2 (the even samples as real parts, the odd ones
+as imaginary parts) and a pass that separates or combines the two halves' spectra: half the
+work, and the real operand is never made complex. Otherwise RFFT transforms the last axis first and
 keeps its n // 2 + 1 first frequencies before the other axes; IRFFT does the
 other axes first, rebuilds the full last axis from the conjugate mirror of the
 given half and keeps the real part (as numpy: the imaginary parts of the
@@ -54,12 +61,14 @@ from mlir.dialects import math as mmath
 from ...dialect.element_types import PrimitiveType
 from ..patterns.framework import OpView, lowers
 from ..scalar.arithmetic import Elem
+from .fft_vector import lanes_for, pass_twiddles, stockham_pass
 from .linear_algebra import tensor_type
 
 P = PrimitiveType
 Planar = tuple[ir.Value, ir.Value]  # (real parts, imaginary parts), same shape
 DIRECT_MAX = 32  # the longest axis transformed by a direct DFT (short: the matrix is small)
 CONSTANT_MAX = 1 << 14  # the longest transform whose twiddles are compile-time constants
+PACKED_MIN = 4  # the shortest even real transform done as a complex one of half its length
 
 
 # -- linalg helpers ------------------------------------------------------------------------------
@@ -112,6 +121,19 @@ def _idx(v: int) -> ir.Value:
     return arith.constant(ir.IndexType.get(), v)
 
 
+def _div(x: ir.Value, d: int) -> ir.Value:
+    """x // d for a power of two d, as a shift: the affine vectorizer gives up on any
+    function holding an integer division (lowering/passes/vectorize.py)."""
+    assert d & (d - 1) == 0
+    return arith.shrui(x, _idx(d.bit_length() - 1))
+
+
+def _mod(x: ir.Value, d: int) -> ir.Value:
+    """x mod d for a power of two d, as a mask (see _div)."""
+    assert d & (d - 1) == 0
+    return arith.andi(x, _idx(d - 1))
+
+
 def _cmul(ar: ir.Value, ai: ir.Value, br: ir.Value, bi: ir.Value) -> list[ir.Value]:
     """(ar + i ai)(br + i bi) on real scalars."""
     return [arith.subf(arith.mulf(ar, br), arith.mulf(ai, bi)),
@@ -142,7 +164,11 @@ def _angle_table(count: int, step: int, period: int, sign: float) -> Planar:
 
     def body(ix: list[ir.Value]) -> list[ir.Value]:
         t = arith.index_cast(i64, ix[0])
-        reduced = arith.remsi(arith.muli(t, arith.constant(i64, step)), arith.constant(i64, period))
+        product = arith.muli(t, arith.constant(i64, step))
+        if period & (period - 1) == 0:  # a mask: no integer division (see _div)
+            reduced = arith.andi(product, arith.constant(i64, period - 1))
+        else:
+            reduced = arith.remsi(product, arith.constant(i64, period))
         angle = arith.mulf(arith.sitofp(f64.type, reduced), f64.const(sign * 2.0 * math.pi / period))
         return [mmath.cos(angle), mmath.sin(angle)]
 
@@ -163,8 +189,8 @@ class _Roots:
 
     def at(self, t: ir.Value, e: Elem) -> list[ir.Value]:
         """w**t (t an index value in [0, period)) as two scalars of e's type."""
-        hi = arith.divui(t, _idx(self.step))
-        lo = arith.remui(t, _idx(self.step))
+        hi = _div(t, self.step)
+        lo = _mod(t, self.step)
         return [_narrow(e, v) for v in _cmul(*_extract(self.high, [hi]), *_extract(self.low, [lo]))]
 
 
@@ -195,7 +221,7 @@ def _stage_twiddles(radix: int, length: int, sign: float, e: Elem, roots: _Roots
 
         def body(ix: list[ir.Value], p: int = p) -> list[ir.Value]:
             k = arith.addi(ix[1], arith.muli(ix[0], _idx(length)))
-            exponent = arith.remui(arith.muli(k, _idx(p)), _idx(period))
+            exponent = _mod(arith.muli(k, _idx(p)), period)
             return roots.at(arith.muli(exponent, _idx(n // period)), e)  # w_{RL} = w_n**(n/RL)
 
         re, im = _gather([radix, length], e.type, 2, body)
@@ -226,6 +252,16 @@ def _stockham(x: Planar, axis: int, sign: float, e: Elem) -> Planar:
     # large fresh allocations cost page faults on every call.
     spare: Planar | None = None
     length, rows = 1, n  # L and r of the module docstring
+    if axis < len(dims) - 1 and lanes_for(dims[-1], e):
+        while rows > 1:
+            radix = 4 if rows % 4 == 0 else 2
+            tw = pass_twiddles(radix, length, sign, e, roots, n, _constant, _gather)
+            previous = (re, im)
+            dest = spare or (_empty(dims, e.type), _empty(dims, e.type))
+            re, im = stockham_pass((re, im), dest, axis, radix, length, sign, tw, e)
+            spare = previous
+            length, rows = length * radix, rows // radix
+        return re, im
     while rows > 1:
         radix = 4 if rows % 4 == 0 else 2
         sub = rows // radix
@@ -285,14 +321,14 @@ def _fft_last_pow2(x: Planar, sign: float, e: Elem) -> Planar:
         def twiddle(ix: list[ir.Value]) -> list[ir.Value]:
             j1, k2 = ix[r], ix[r + 1]
             value = _extract(y, ix[:r] + [k2, j1])
-            exponent = arith.remui(arith.muli(j1, k2), _idx(n))
+            exponent = _mod(arith.muli(j1, k2), n)
             return _cmul(*value, *roots.at(exponent, e))
 
         z = _gather(lead + [n1, n2], e.type, 2, twiddle)
     z = _stockham((z[0], z[1]), r, sign, e)  # [.., k1, k2]
     # k = k1 n2 + k2.
     re, im = _gather(lead + [n], e.type, 2, lambda ix: _extract(
-        z, ix[:r] + [arith.divui(ix[r], _idx(n2)), arith.remui(ix[r], _idx(n2))]))
+        z, ix[:r] + [_div(ix[r], n2), _mod(ix[r], n2)]))
     return re, im
 
 
@@ -446,6 +482,89 @@ def _mirror_last(x: Planar, n: int, e: Elem) -> Planar:
     return re, im
 
 
+# -- real transforms of even length: half-length complex transforms ------------------------------
+
+def _half_twiddles(n: int, sign: float, e: Elem) -> Callable[[ir.Value], list[ir.Value]]:
+    """k -> w_n**k = exp(sign 2 pi i k / n) for k in [0, n/2]: a constant table while short."""
+    if n <= CONSTANT_MAX:
+        w = np.exp(sign * 2j * np.pi * np.arange(n // 2 + 1) / n)
+        table = (_constant(w.real, e), _constant(w.imag, e))
+        return lambda k: _extract(table, [k])
+    roots = _Roots(n, sign)
+    return lambda k: roots.at(k, e)
+
+
+def _rfft_last(x: ir.Value, n: int, sign: float, e: Elem) -> Planar:
+    """The first n/2 + 1 frequencies of the DFT of the real x along its last axis (n even),
+    by one complex DFT of length m = n/2: z[j] = x[2j] + i x[2j+1] has Z = E + i O, E and O
+    the transforms of the even and odd samples, so with B = conj(Z[m - k])
+        X[k] = (Z[k] + B) / 2 + w_n**k (Z[k] - B) / 2i   (Z[m] = Z[0])."""
+    dims = _dims(x)
+    lead, m = dims[:-1], n // 2
+    r = len(lead)
+    z = _gather(lead + [m], e.type, 2, lambda ix: [
+        tensor.extract(x, ix[:r] + [arith.addi(arith.muli(ix[r], _idx(2)), _idx(odd))])
+        for odd in (0, 1)])
+    big = _dft_axis((z[0], z[1]), r, sign, e)
+    twiddle = _half_twiddles(n, sign, e)
+    half = e.const(0.5)
+
+    def post(ix: list[ir.Value]) -> list[ir.Value]:
+        k = ix[r]
+        a_at = arith.select(arith.cmpi(arith.CmpIPredicate.eq, k, _idx(m)), _idx(0), k)
+        b_at = arith.select(arith.cmpi(arith.CmpIPredicate.eq, k, _idx(0)), _idx(0),
+                            arith.subi(_idx(m), k))
+        ar, ai = _extract(big, ix[:r] + [a_at])
+        br, bi = _extract(big, ix[:r] + [b_at])
+        bi = arith.negf(bi)
+        er, ei = arith.mulf(arith.addf(ar, br), half), arith.mulf(arith.addf(ai, bi), half)
+        dr, di = arith.subf(ar, br), arith.subf(ai, bi)
+        odd = [arith.mulf(di, half), arith.negf(arith.mulf(dr, half))]  # D / 2i
+        tr, ti = _cmul(*twiddle(k), *odd)
+        return [arith.addf(er, tr), arith.addf(ei, ti)]
+
+    re, im = _gather(lead + [m + 1], e.type, 2, post)
+    return re, im
+
+
+def _irfft_last(x: Planar, n: int, sign: float, scale: float, e: Elem) -> ir.Value:
+    """The real inverse along the last axis (n even) of the n/2 + 1 given frequencies, times
+    `scale`, by one complex inverse DFT of length m = n/2 (the inverse of _rfft_last):
+    Z[k] = E[k] + i O[k] with 2E[k] = X[k] + B, 2O[k] = (X[k] - B) w_n**-k, B = conj(X[m-k]);
+    then x[2j] + i x[2j+1] = z[j] / m. As numpy, the imaginary parts of X[0] and X[m] are
+    ignored (the factors 2 go into the scale: the unscaled inverse gives n x)."""
+    dims = _dims(x[0])
+    lead, m = dims[:-1], n // 2
+    r = len(lead)
+    twiddle = _half_twiddles(n, sign, e)
+    zero = e.const(0.0)
+
+    def pre(ix: list[ir.Value]) -> list[ir.Value]:
+        k = ix[r]
+        first = arith.cmpi(arith.CmpIPredicate.eq, k, _idx(0))
+        ar, ai = _extract(x, ix)
+        ai = arith.select(first, zero, ai)
+        br, bi = _extract(x, ix[:r] + [arith.subi(_idx(m), k)])
+        bi = arith.select(first, zero, arith.negf(bi))  # k = 0 reads X[m]: its imaginary part dropped
+        er, ei = arith.addf(ar, br), arith.addf(ai, bi)
+        orr, oi = _cmul(arith.subf(ar, br), arith.subf(ai, bi), *twiddle(k))
+        return [arith.subf(er, oi), arith.addf(ei, orr)]  # E + i O
+
+    z = _gather(lead + [m], e.type, 2, pre)
+    small = _dft_axis((z[0], z[1]), r, sign, e)
+    factor = e.const(scale)
+
+    def unpack(ix: list[ir.Value]) -> list[ir.Value]:
+        t = ix[r]
+        at = ix[:r] + [arith.shrui(t, _idx(1))]
+        odd = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(t, _idx(1)), _idx(0))
+        value = arith.select(odd, tensor.extract(small[1], at), tensor.extract(small[0], at))
+        return [arith.mulf(value, factor)]
+
+    (real,) = _gather(lead + [n], e.type, 1, unpack)
+    return real
+
+
 @lowers("fft")
 def lower_fft(v: OpView) -> ir.Value:
     kind = v.attrs["fft_type"]
@@ -460,7 +579,18 @@ def lower_fft(v: OpView) -> ir.Value:
     inverse = kind in ("IFFT", "IRFFT")
     sign = 1.0 if inverse else -1.0
     scale = 1.0 / math.prod(lengths) if inverse else 1.0
+    n_last = lengths[-1] if lengths else 0
+    packed = n_last % 2 == 0 and n_last >= PACKED_MIN
+    if kind == "RFFT" and packed:
+        x = _rfft_last(v.args["operand"], n_last, sign, e)
+        for axis in axes[:-1]:
+            x = _dft_axis(x, axis, sign, e)
+        return _join(x, result_elem, 1.0, e)
     x = _split(v.args["operand"], list(shape.dimensions), e, kind != "RFFT")
+    if kind == "IRFFT" and packed:
+        for axis in axes[:-1]:
+            x = _dft_axis(x, axis, sign, e)
+        return _irfft_last(x, n_last, sign, scale, e)
     if kind == "RFFT":
         x = _dft_axis(x, axes[-1], sign, e)
         x = _first_frequencies(x, out.dimensions[-1], e)

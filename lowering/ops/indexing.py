@@ -4,7 +4,10 @@
   index vector with `tensor.extract` (at the output's batch position), clamps
   every start into `[0, dim - slice_size]` (64-bit, with the index type's
   signedness) and reads the operand element with `tensor.extract`; clamping
-  keeps every read in bounds.
+  keeps every read in bounds. When the output's minor dimension runs along the
+  operand's minor dimension (an embedding lookup), each output row is a
+  contiguous run of the operand: `_gather_rows` computes its start once and
+  copies it in vectors, rows across the cores.
 - scatter: `scf.for` loops over the update-scatter dimensions of `updates`
   (one iteration per index vector, in row-major order) carry the N results as
   tensors. Each iteration reads its start indices and checks XLA's bounds rule
@@ -24,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from mlir import ir
-from mlir.dialects import arith, linalg, scf, tensor
+from mlir.dialects import arith, linalg, scf, tensor, vector
 
 from ...dialect.element_types import PrimitiveType
 from ...dialect.ops_indexing import batch_positions, scatter_window_sizes
@@ -129,40 +132,119 @@ def _clamped(x: ir.Value, t: PrimitiveType, largest: int) -> ir.Value:
     return _to_index(x)
 
 
-@lowers("gather")
-def lower_gather(v: OpView) -> ir.Value:
+def _gather_index(v: OpView, pos: Sequence[ir.Value]) -> list[ir.Value]:
+    """The operand index that output position `pos` reads (clamped starts plus offsets)."""
     a = v.attrs
     out = v.result_shape
     operand, indices = v.shapes["operand"], v.shapes["start_indices"]
+    offset_dims, slice_sizes = a["offset_dims"], a["slice_sizes"]
+    removed = set(a["collapsed_slice_dims"]) | set(a["operand_batching_dims"])
+    offset_operand_dims = [d for d in range(operand.rank) if d not in removed]
+    batch = [pos[i] for i in range(out.rank) if i not in offset_dims]
+    vectors = IndexVectors(v.args["start_indices"], indices.rank, indices.element_type,
+                           a["index_vector_dim"], batch)
+    index: list[ir.Value | None] = [None] * operand.rank
+    for od, sd in zip(a["operand_batching_dims"], a["start_indices_batching_dims"]):
+        index[od] = vectors.at[sd]  # the operand's batch element is the indices' own
+    offsets = dict(zip(offset_operand_dims, (pos[i] for i in offset_dims)))
+    starts = {}
+    for k, d in enumerate(a["start_index_map"]):
+        largest = operand.dimensions[d] - slice_sizes[d]
+        if largest > 0:  # else the clamped start is always 0
+            starts[d] = _clamped(vectors.vector(k), indices.element_type, largest)
+    for d in range(operand.rank):
+        if index[d] is None:
+            index[d] = _index_sum(starts.get(d), offsets.get(d))
+    return [i for i in index if i is not None]
+
+
+def _row_copies(v: OpView) -> int | None:
+    """Vector lanes for copying gathered slices row by row, or None: the output's minor
+    dimension must be an offset dimension running along the operand's minor dimension
+    (then a row of the output is a contiguous run of the operand), holding at least
+    half a vector of a type with a vector form."""
+    a = v.attrs
+    out, operand = v.result_shape, v.shapes["operand"]
+    removed = set(a["collapsed_slice_dims"]) | set(a["operand_batching_dims"])
+    offset_operand_dims = [d for d in range(operand.rank) if d not in removed]
+    element = ir.RankedTensorType(v.result_type).element_type
+    if (out.rank < 2 or not isinstance(element, (ir.FloatType, ir.IntegerType))
+            or element.width not in (8, 16, 32, 64) or out.rank - 1 not in a["offset_dims"]
+            or offset_operand_dims[-1] != operand.rank - 1):
+        return None
+    lanes = VECTOR_BYTES * 8 // element.width
+    return lanes if out.dimensions[-1] >= lanes // 2 else None
+
+
+VECTOR_BYTES = 64  # one AVX-512 register, two AVX2 ones
+_DYNAMIC = -(2 ** 63)
+
+
+def _gather_rows(v: OpView, lanes: int) -> ir.Value:
+    """gather as loops: one scf.forall iteration per index of the output's first
+    dimension (split across the cores), scf.for loops over the other positions but the
+    minor one, whose start index is computed once per row; the row is then copied in
+    vectors (`vector.transfer_read` of contiguous operand elements, the last one masked)."""
+    out = v.result_shape
+    dims = list(out.dimensions)
+    rank = out.rank
+    element = ir.RankedTensorType(v.result_type).element_type
+    lanes = min(lanes, 1 << (dims[-1].bit_length() - 1))
+    vtype = ir.VectorType.get([lanes], element)
+    operand = v.args["operand"]
+    operand_rank = v.shapes["operand"].rank
+    in_bounds = [dims[-1] % lanes == 0]
+    read_map = ir.AffineMap.get(operand_rank, 0, [ir.AffineDimExpr.get(operand_rank - 1)])
+    write_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(rank - 1)])
+    padding = arith.constant(element, 0.0 if isinstance(element, ir.FloatType) else 0)
+    slab_dims = [1, *dims[1:]]
+    slab_type = ir.RankedTensorType.get(slab_dims, element)
+
+    def row(position: list[ir.Value], slab: ir.Value) -> ir.Value:
+        start = _gather_index(v, position + [index_const(0)])
+
+        def chunk(j: ir.Value, slab: ir.Value) -> ir.Value:
+            at = start[:-1] + [arith.addi(start[-1], j)]
+            values = vector.transfer_read(vtype, operand, at, read_map, padding, in_bounds)
+            local = [index_const(0), *position[1:], j]
+            return vector.transfer_write(slab.type, values, slab, local, write_map, in_bounds)
+
+        loop = scf.ForOp(index_const(0), index_const(dims[-1]), index_const(lanes), [slab])
+        with ir.InsertionPoint(loop.body):
+            scf.YieldOp([chunk(loop.induction_variable, loop.inner_iter_args[0])])
+        return loop.results[0]
+
+    shared = tensor.EmptyOp(dims, element).result
+    loop = scf.ForallOp([0], [dims[0]], [1], [shared])
+    with ir.InsertionPoint(loop.body):
+        first = loop.induction_variables[0]
+        # The iteration's slice of the shared output as its destination: written in place.
+        offsets = [_DYNAMIC] + [0] * (rank - 1)
+        slab = tensor.extract_slice(slab_type, loop.inner_iter_args[0], [first], [], [], offsets,
+                                    slab_dims, [1] * rank)
+        slab = loop_nest(dims[1:-1], [slab], lambda ivs, slabs: [row([first, *ivs], slabs[0])])[0]
+        with ir.InsertionPoint(loop.terminator().block):
+            tensor.parallel_insert_slice(slab, loop.inner_iter_args[0], [first], [], [], offsets,
+                                         slab_dims, [1] * rank)
+    return loop.results[0]
+
+
+@lowers("gather")
+def lower_gather(v: OpView) -> ir.Value:
+    out = v.result_shape
     elem = ir.RankedTensorType(v.result_type).element_type
     init = tensor.EmptyOp(list(out.dimensions), elem).result
     if out.numel == 0:
         return init  # nothing to read (a non-empty output implies every slice size >= 1)
-    offset_dims, slice_sizes = a["offset_dims"], a["slice_sizes"]
-    removed = set(a["collapsed_slice_dims"]) | set(a["operand_batching_dims"])
-    offset_operand_dims = [d for d in range(operand.rank) if d not in removed]
+    lanes = _row_copies(v)
+    if lanes is not None:
+        return _gather_rows(v, lanes)
     op = linalg.GenericOp_([], [init], [ir.AffineMap.get_identity(out.rank)],
                            ["parallel"] * out.rank)
     block = op.regions[0].blocks[0]
     with ir.InsertionPoint(block):
         pos = [linalg.IndexOp(i).result for i in range(out.rank)]
-        batch = [pos[i] for i in range(out.rank) if i not in offset_dims]
-        vectors = IndexVectors(v.args["start_indices"], indices.rank, indices.element_type,
-                               a["index_vector_dim"], batch)
-        index: list[ir.Value | None] = [None] * operand.rank
-        for od, sd in zip(a["operand_batching_dims"], a["start_indices_batching_dims"]):
-            index[od] = vectors.at[sd]  # the operand's batch element is the indices' own
-        offsets = dict(zip(offset_operand_dims, (pos[i] for i in offset_dims)))
-        starts = {}
-        for k, d in enumerate(a["start_index_map"]):
-            largest = operand.dimensions[d] - slice_sizes[d]
-            if largest > 0:  # else the clamped start is always 0
-                starts[d] = _clamped(vectors.vector(k), indices.element_type, largest)
-        for d in range(operand.rank):
-            if index[d] is not None:
-                continue
-            index[d] = _index_sum(starts.get(d), offsets.get(d))
-        linalg.YieldOp([tensor.extract(v.args["operand"], index)])
+        linalg.YieldOp([tensor.extract(v.args["operand"], _gather_index(v, pos))])
     return op.results[0]
 
 

@@ -22,7 +22,10 @@ bodies swap the two halves.
   dilation holes reading as the init values (an identity, so holes are
   ignored). A window of one cell is an all-parallel loop nest reading its
   filled outputs once (lowering/passes/parallel_outputs.py makes that safe to
-  fuse).
+  fuse). Pooling (the minor dimension outside the window, one add / multiply /
+  max / min) is vector loops along that dimension instead
+  (lowering/ops/window_vectors.py), and a prefix scan is a running fold
+  (lowering/ops/window_scan.py).
 - select_and_scatter: a `linalg.generic` picks, for every source position,
   the window element `select` prefers (visiting the window in lexicographic
   order, the earlier candidate first, skipping padding as XLA:CPU does); an
@@ -39,15 +42,17 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 
+import ml_dtypes
 from mlir import ir
 from mlir.dialects import arith, linalg, scf, tensor
 
-from ...dialect.element_types import PrimitiveType
+from ...dialect.element_types import PrimitiveType, dtype_of
 from ...dialect.ops_reduce import dilated
 from ..patterns.computations import apply_computation, current_library
 from ..patterns.framework import OpView, lowers
 from ..scalar.arithmetic import Elem
 from ..scalar.storage import from_storage, to_storage
+from . import window_vectors
 from .window_scan import scan, scan_axis
 
 
@@ -135,6 +140,11 @@ def _identity(combiner: str, t: PrimitiveType) -> ir.Value | None:
                  "minimum": math.inf}.get(combiner, math.nan)
         if math.isnan(value):
             return None  # bitwise ops do not apply to floats
+        if t.is_narrow_float and not t.float_format.has_inf and math.isinf(value):
+            # No inf (it would round to NaN): the lowest (largest) finite value does the same.
+            value = float(ml_dtypes.finfo(dtype_of(t)).min if value < 0 else ml_dtypes.finfo(dtype_of(t)).max)
+        if t == PrimitiveType.F8E8M0FNU and combiner == "add":
+            return None  # no zero: nothing added changes no sum
     else:
         unsigned = t.is_unsigned_int
         value = {"add": 0, "multiply": 1, "and": -1, "or": 0, "xor": 0,
@@ -400,6 +410,13 @@ def lower_reduce_window(v: OpView) -> list[ir.Value]:
                      a["window_dilations"], a["padding"])
     if axis is not None and not any(s.element_type.is_complex for s in v.shapes["inputs"]):
         return scan(inputs, init_scalars, dims, axis, symbol, window_loops)  # cumsum & co
+    if len(inputs) == 1 and window_vectors.applies(
+            v.shapes["inputs"][0].element_type, dims, a["window_dimensions"], a["window_strides"],
+            a["base_dilations"], a["window_dilations"], a["padding"], symbol):
+        return [window_vectors.reduce_window(inputs[0], init_scalars[0], v.shapes["inputs"][0].element_type,
+                                             dims, v.result_shapes[0].dimensions, a["window_dimensions"],
+                                             a["window_strides"], a["window_dilations"], a["padding"],
+                                             symbol)]
     return window_loops()
 
 

@@ -1,7 +1,8 @@
 """Lowerings of the shape family. Imports `dialect` and the lowering modules.
 
 Named ops where they fit: `tensor.collapse_shape`/`expand_shape` for reshape,
-`linalg.transpose`, `tensor.extract_slice`/`insert_slice` (static or dynamic
+`linalg.transpose` (vector tiles when the minor dimension moves,
+lowering/ops/transpose_tiles.py), `tensor.extract_slice`/`insert_slice` (static or dynamic
 offsets, with strides) for slices and padding, `tensor.concat`, `linalg.fill`;
 `linalg.generic` for reverse and iota. Dynamic start indices are clamped in
 64-bit integers before they become `index` values, so no slice can leave its
@@ -21,6 +22,7 @@ from ...dialect.shape import Shape
 from ..patterns.framework import OpView, lowers
 from ..scalar import conversion
 from ..scalar.arithmetic import Elem
+from . import transpose_tiles
 from .elementwise import generic
 
 DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset
@@ -130,6 +132,9 @@ def lower_transpose(v: OpView) -> ir.Value:
     perm = list(v.attrs["permutation"])
     if perm == sorted(perm):
         return v.args["operand"]
+    dims = v.shapes["operand"].dimensions
+    if transpose_tiles.applies(dims, perm, _element_type(v)):
+        return transpose_tiles.transpose_tiles(v.args["operand"], dims, perm)
     init = _empty(v.result_shape.dimensions, _element_type(v))
     return _value(linalg.transpose(v.args["operand"], outs=[init], permutation=perm))
 

@@ -128,6 +128,8 @@ def key_order(symbol: str, operand_types: Sequence[PrimitiveType]) -> KeyOrder |
         return None
     operand = a[1] // 2
     t = operand_types[operand]
+    if t.is_sub_byte_int or t.is_narrow_float:
+        return None  # stored in a byte wider than their bits, in encodings the keys do not know
     ascending = (a[1] % 2 == 0) == (direction == "LT")
     if ctype == "TOTALORDER" and t.is_floating:
         kind = "float_nan_last" if a[0] == "nan_last" else "float_total"

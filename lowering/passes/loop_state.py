@@ -74,6 +74,37 @@ def _scalar_condition(before: ir.Block) -> None:
             extract.results[0].replace_all_uses_with(mapping.get(yielded, yielded))
 
 
+def _single_use_collapse(value: ir.Value, block: ir.Block) -> Any | None:
+    """The tensor.collapse_shape in `block` that `value` comes from when the collapse is
+    its source's only use (fusion's reshape propagation leaves a [1, n] update collapsed
+    to the [n] state)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "tensor.collapse_shape":
+        return None
+    op = owner.operation
+    if op.block != block or sum(1 for _ in op.operands[0].uses) != 1:
+        return None
+    return op
+
+
+def _update_last(generic: Any, terminator: Any, collapse: Any | None) -> None:
+    """Move a state update that only the yield uses (through `collapse`, if given) to just
+    before it. Ops that still read the old state (a while counter used as an index after
+    `i + 1`) then read it before it is overwritten, and bufferization needs no copy of
+    it per iteration."""
+    last = collapse if collapse is not None else terminator
+    for result in generic.results:
+        if any(use.owner != last for use in result.uses):
+            return
+    if collapse is not None:
+        if any(use.owner != terminator for use in collapse.results[0].uses):
+            return
+        generic.move_before(terminator)
+        collapse.move_before(terminator)
+    else:
+        generic.move_before(terminator)
+
+
 def loop_state_in_place(op: Any, pass_: Any) -> None:
     """Let while loops update their state in place: a body result computed by an
     elementwise generic into a fresh `tensor.empty` is computed into the loop-carried
@@ -93,11 +124,20 @@ def loop_state_in_place(op: Any, pass_: Any) -> None:
             terminator = list(after.operations)[-1].operation
             for i, value in enumerate(terminator.operands):
                 target = after.arguments[i]
-                found = _computed_into_empty(value, after)
-                if found is None or target.type != value.type:
+                if target.type != value.type:
+                    continue
+                collapse = _single_use_collapse(value, after)
+                found = _computed_into_empty(value if collapse is None else collapse.operands[0], after)
+                if found is None:
                     continue
                 generic, operand = found
+                if collapse is not None:  # the state seen through the inverse view
+                    with ir.InsertionPoint(generic), generic.location:
+                        target = tensor.expand_shape(collapse.operands[0].type, target,
+                                                     collapse.attributes["reassociation"], [],
+                                                     ir.RankedTensorType(collapse.operands[0].type).shape)
                 generic.operands[operand] = target
+                _update_last(generic, terminator, collapse)
         return ir.WalkResult.ADVANCE
 
     op.walk(visit)

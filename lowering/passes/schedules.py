@@ -31,7 +31,8 @@ dot_general makes of transposed operands: A stored [K, M], B stored [N, K]):
      16 zmm with AVX-512; 16 / 32 registers in all).
   4. The remainder row tile is peeled (`loop.peel`) so that every tile is static,
      then vectorized: the k step is an outer product MR x NR, lowered to MR
-     broadcasts and `vector.fma`s; the accumulator's read/write are hoisted out of
+     broadcasts and `vector.fma`s (the rows put back into the tile one
+     `insert_strided_slice` each: `register_tiles.py`); the accumulator's read/write are hoisted out of
      the k loop (`hoist_loop_invariant_subsets`), so it stays in registers.
   5. scf.forall becomes tasks on the async runtime's thread pool from the "loops" stage on
      (lowering/passes/parallel_tasks.py).
@@ -42,7 +43,16 @@ reads its slice of B and of the epilogue's operands and writes its columns of C 
 place (extract_slice / insert_slice of the destination, no copy), so no zero padding
 is computed and no padded temporary copied back. Costs one more parallel loop.
 
-Convolution `linalg.conv_2d_nhwc_hwcf` (stride 1, no dilation: the lowering has
+Batched matmuls C[b.., M, N] = A[b.., M, K] B[b.., K, N] (`linalg.batch_matmul`, or the
+generic of dot_general with batch dimensions leading in every operand, either operand
+transposed: attention's Q K^T and P V) are the same kernel inside a batch loop. Several
+batch dimensions are collapsed into one (a view), the loops are (b, n1, m, n0, k), and
+the parallel loop takes a run of batch elements per core, each computed as one thread's
+2-D product (B packed a KC block at a time inside it); with fewer elements than cores,
+one element per tile and the rest of the cores split each product as above
+(`_batch_split`). No epilogue is fused into a batched product.
+
+Convolution `linalg.conv_2d_nhwc_hwcf` (any strides and dilations; the lowering has
 padded the input already): split across cores by batch (or rows), tiled to one
 output row x OWR pixels x F-tile of NR channels x one kernel tap x one input
 channel, decomposed into 1-D convolutions (`transform.structured.decompose`) and
@@ -53,8 +63,10 @@ static too and vectorize on shorter vectors.
 
 The tiles: `Params.for_target(cpu)` (8 x 32 with AVX-512, 6 x 16 else; "host" reads
 /proc/cpuinfo, which is what the default pipeline uses, `PARAMS`). Any MR and NR work,
-for any N and F. Anything else (other types, dynamic or small shapes, batch matmuls,
-other conv layouts) keeps the generic path.
+for any N and F. Anything else (other types, dynamic or small shapes, batch dimensions
+that do not lead, other conv layouts) keeps the generic path. A matmul that the "fused"
+stage split into several M, N, K or batch loops around a reshape (an MLP's flatten) is
+first rebuilt with one loop each (split_contractions.py), so it is scheduled too.
 Imports `dialect`.
 """
 
@@ -70,6 +82,9 @@ from mlir.dialects import arith, bufferization, linalg, tensor
 from mlir.dialects.transform import interpreter
 
 from ...dialect.errors import ArgumentError
+from .lane_schedules import schedule_lanes
+from .register_tiles import rows_as_slices
+from .split_contractions import collapse_split_contractions
 
 TAG = "xlamlir.schedule"  # marks the ops a script handles, by index
 ANY = "!transform.any_op"
@@ -232,23 +247,29 @@ def _maps(op: Any) -> list[str]:
     return [str(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
 
 
-_A_MAPS = {"(d0, d1, d2) -> (d0, d2)": False, "(d0, d1, d2) -> (d2, d0)": True}
-_B_MAPS = {"(d0, d1, d2) -> (d2, d1)": False, "(d0, d1, d2) -> (d1, d2)": True}
-
-
-def _matmul_layout(op: Any) -> tuple[bool, bool] | None:
-    """(A transposed, B transposed) of C[m, n] += A[m, k] B[k, n] with A stored [m, k] or
-    [k, m] and B [k, n] or [n, k]: linalg.matmul, or the generic dot_general lowers
-    transposed operands to (lowering/ops/dot.py); None for anything else."""
-    if op.name == "linalg.matmul":
-        return None if "indexing_maps" in op.attributes else (False, False)
+def _matmul_layout(op: Any) -> tuple[bool, bool, int] | None:
+    """(A transposed, B transposed, batch dims) of C[b.., m, n] += A[b.., m, k] B[b.., k, n]
+    with A stored [b.., m, k] or [b.., k, m] and B [b.., k, n] or [b.., n, k], the batch
+    dimensions leading in every operand: linalg.matmul, linalg.batch_matmul, or the generic
+    dot_general lowers other layouts to (lowering/ops/dot.py); None for anything else."""
+    if op.name in ("linalg.matmul", "linalg.batch_matmul"):
+        return None if "indexing_maps" in op.attributes else (False, False, int(op.name != "linalg.matmul"))
     if op.name != "linalg.generic" or len(op.operands) != 3 or len(op.results) != 1:
         return None
-    if [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])] != [
-            "#linalg.iterator_type<parallel>"] * 2 + ["#linalg.iterator_type<reduction>"]:
+    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    nb = len(iterators) - 3
+    if nb < 0 or iterators != ["#linalg.iterator_type<parallel>"] * (nb + 2) + [
+            "#linalg.iterator_type<reduction>"]:
         return None
+    dims = [f"d{i}" for i in range(nb + 3)]
+    batch, (m, n, k) = dims[:nb], dims[nb:]
+
+    def text(*results: str) -> str:
+        return f"({', '.join(dims)}) -> ({', '.join(batch + list(results))})"
+
+    a_maps, b_maps = {text(m, k): False, text(k, m): True}, {text(k, n): False, text(n, k): True}
     maps = _maps(op)
-    if maps[2] != "(d0, d1, d2) -> (d0, d1)" or maps[0] not in _A_MAPS or maps[1] not in _B_MAPS:
+    if maps[2] != text(m, n) or maps[0] not in a_maps or maps[1] not in b_maps:
         return None
     body = list(op.regions[0].blocks[0].operations)
     args = list(op.regions[0].blocks[0].arguments)
@@ -258,21 +279,27 @@ def _matmul_layout(op: Any) -> tuple[bool, bool] | None:
     if {mul.operands[0], mul.operands[1]} != {args[0], args[1]} or \
             {add.operands[0], add.operands[1]} != {args[2], mul.results[0]}:
         return None
-    return _A_MAPS[maps[0]], _B_MAPS[maps[1]]
+    return a_maps[maps[0]], b_maps[maps[1]], nb
 
 
-def _matmul_plan(mm: Any, p: Params) -> tuple[int, int, int] | None:
+def _matmul_plan(mm: Any, p: Params) -> tuple[int, int, int, int] | None:
+    """(M, N, K, batch) of a matmul the schedule handles (batch: the product of the batch
+    dimensions, 0 without any), else None."""
     layout = _matmul_layout(mm)
     if layout is None or not all(_static_f32(v) for v in mm.operands):
         return None
     fill = mm.operands[2].owner
     if isinstance(fill, ir.Block) or fill.name != "linalg.fill":
         return None
-    m, n = _shape(mm.operands[2])
-    k = _shape(mm.operands[0])[0 if layout[0] else 1]
-    if 2 * m * n * k < MIN_FLOPS or min(m, n, k) == 0:
+    a_transposed, _, nb = layout
+    *batch_dims, m, n = _shape(mm.operands[2])
+    k = _shape(mm.operands[0])[nb if a_transposed else nb + 1]
+    batch = 1
+    for size in batch_dims:
+        batch *= size
+    if 2 * batch * m * n * k < MIN_FLOPS or min(m, n, k, batch) == 0:
         return None
-    return m, n, k
+    return m, n, k, batch if nb else 0
 
 
 def _expand_n(value: ir.Value, dims: list[int], at: int, nr: int) -> ir.Value:
@@ -304,7 +331,22 @@ def _slice(value: ir.Value, at: int, start: int, size: int) -> ir.Value:
 
 def _insert_columns(part: ir.Value, dest: ir.Value, start: int) -> ir.Value:
     sizes = _shape(part)
-    return tensor.insert_slice(part, dest, [], [], [], [0, start], sizes, [1, 1])
+    offsets = [0] * (len(sizes) - 1) + [start]
+    return tensor.insert_slice(part, dest, [], [], [], offsets, sizes, [1] * len(sizes))
+
+
+def _collapse_batch(value: ir.Value, nb: int) -> ir.Value:
+    """[b1, .., b_nb, x, y] viewed as [b1 * .. * b_nb, x, y] (no copy: the batch dimensions
+    lead), so that every batched product is one batch loop around the 2-D kernel."""
+    if nb == 1:
+        return value
+    dims = _shape(value)
+    batch = 1
+    for size in dims[:nb]:
+        batch *= size
+    element = ir.RankedTensorType(value.type).element_type
+    return tensor.collapse_shape(ir.RankedTensorType.get([batch, *dims[nb:]], element), value,
+                                 [list(range(nb)), [nb], [nb + 1]])
 
 
 def _rewrite_epilogue(ep: Any, product: ir.Value, product3: ir.Value, start: int, nr: int,
@@ -353,14 +395,14 @@ def _pack_matmul(mm: Any, first: int, p: Params) -> list[tuple[int, int, int, bo
     """Steps 1 and 2's rewrite of the module docstring, once per column part
     (`_column_parts`): (script index, columns, panel width, epilogue fused) of each part, numbered
     from `first`. The parts are extracted from and inserted back into the destination,
-    so they are computed in place."""
+    so they are computed in place. A batched product keeps one leading batch dimension
+    (several are collapsed into one) in every operand and in the loops: (b, n1, m, n0, k)."""
     a, b, init = mm.operands[0], mm.operands[1], mm.operands[2]
-    a_transposed, b_transposed = _matmul_layout(mm) or (False, False)
+    a_transposed, b_transposed, nb = _matmul_layout(mm) or (False, False, 0)
     fill = init.owner
-    m, n = _shape(init)
-    k = _shape(a)[0 if a_transposed else 1]
+    *batch_dims, m, n = _shape(init)
     f32 = ir.F32Type.get()
-    ep = _epilogue(mm)
+    ep = None if nb else _epilogue(mm)
     parts = _column_parts(n, p.nr)
     done: list[tuple[int, int, int, bool]] = []
     with ir.InsertionPoint(ep if ep is not None else mm), mm.location:
@@ -369,25 +411,33 @@ def _pack_matmul(mm: Any, first: int, p: Params) -> list[tuple[int, int, int, bo
         dest = ep.operands[len(ep.operands) - 1] if ep is not None else fill.operands[1]
         if len(parts) > 1 and not isinstance(dest.owner, ir.Block) and dest.owner.name == "tensor.empty":
             # Our own, used by the parts only: `_write_into_outputs` may make it the output.
-            dest = tensor.EmptyOp([m, n], f32).result
+            dest = tensor.EmptyOp([*batch_dims, m, n], f32).result
             dest.owner.attributes[TAG + ".dest"] = _i64(first)
+        if nb:
+            a, b, dest = (_collapse_batch(v, nb) for v in (a, b, dest))
+        lead = [_shape(dest)[0]] if nb else []  # the batch dimension, if any
+        o = len(lead)
+        k = _shape(a)[o if a_transposed else o + 1]
         for index, (start, columns, nr) in enumerate(parts, first):
             if b_transposed:  # B stored [n, k]: [n1, nr, k] -> [n1, k, nr]
-                b3, permutation = _expand_n(_slice(b, 0, start, columns), [columns, k], 0, nr), [0, 2, 1]
+                b3 = _expand_n(_slice(b, o, start, columns), [*lead, columns, k], o, nr)
+                permutation = [0] * o + [o, o + 2, o + 1]
             else:  # B stored [k, n]: [k, n1, nr] -> [n1, k, nr]
-                b3, permutation = _expand_n(_slice(b, 1, start, columns), [k, columns], 1, nr), [1, 0, 2]
-            bp = _result(linalg.transpose(b3, outs=[tensor.EmptyOp([columns // nr, k, nr], f32).result],
-                                          permutation=permutation))
+                b3 = _expand_n(_slice(b, o + 1, start, columns), [*lead, k, columns], o + 1, nr)
+                permutation = [0] * o + [o + 1, o, o + 2]
+            packed = tensor.EmptyOp([*lead, columns // nr, k, nr], f32).result
+            bp = _result(linalg.transpose(b3, outs=[packed], permutation=permutation))
             bp.owner.attributes[TAG + ".pack"] = _i64(index)
             c3 = _result(linalg.fill(fill.operands[0], outs=[
-                _expand_n(_slice(dest, 1, start, columns), [m, columns], 1, nr)]))
-            d = [ir.AffineDimExpr.get(i) for i in range(4)]
-            # Loops (n1, m, n0, k): the unit n1 tile leads, so a register tile's vector
+                _expand_n(_slice(dest, o + 1, start, columns), [*lead, m, columns], o + 1, nr)]))
+            d = [ir.AffineDimExpr.get(i) for i in range(4 + o)]
+            bd, (n1, mi, n0, ki) = d[:o], d[o:]
+            # Loops (b, n1, m, n0, k): the unit n1 tile leads, so a register tile's vector
             # contraction drops it and lowers to outer products (MR broadcasts + fmas).
-            a_map = [d[3], d[1]] if a_transposed else [d[1], d[3]]
-            maps = [ir.AffineMap.get(4, 0, a_map), ir.AffineMap.get(4, 0, [d[0], d[3], d[2]]),
-                    ir.AffineMap.get(4, 0, [d[1], d[0], d[2]])]
-            op = linalg.GenericOp_([a, bp], [c3], maps, ["parallel"] * 3 + ["reduction"])
+            a_map = [ki, mi] if a_transposed else [mi, ki]
+            maps = [ir.AffineMap.get(4 + o, 0, bd + a_map), ir.AffineMap.get(4 + o, 0, bd + [n1, ki, n0]),
+                    ir.AffineMap.get(4 + o, 0, bd + [mi, n1, n0])]
+            op = linalg.GenericOp_([a, bp], [c3], maps, ["parallel"] * (3 + o) + ["reduction"])
             with ir.InsertionPoint(op.regions[0].blocks[0]):
                 x, y, acc = op.regions[0].blocks[0].arguments
                 linalg.YieldOp([arith.addf(acc, arith.mulf(x, y))])
@@ -396,9 +446,14 @@ def _pack_matmul(mm: Any, first: int, p: Params) -> list[tuple[int, int, int, bo
             if ep is not None:
                 copy = ep.operation.clone()
                 part = _rewrite_epilogue(copy, mm.results[0], part, start, nr, index).results[0]
-            part = tensor.collapse_shape(ir.RankedTensorType.get([m, columns], f32), part, [[0], [1, 2]])
+            reassociation = [[i] for i in range(o + 1)] + [[o + 1, o + 2]]
+            part = tensor.collapse_shape(ir.RankedTensorType.get([*lead, m, columns], f32), part,
+                                         reassociation)
             dest = part if len(parts) == 1 else _insert_columns(part, dest, start)
             done.append((index, columns, nr, ep is not None))
+        if nb > 1:
+            dest = tensor.expand_shape(ir.RankedTensorType.get([*batch_dims, m, n], f32), dest,
+                                       [list(range(nb)), [nb], [nb + 1]], [], [*batch_dims, m, n])
     (ep if ep is not None else mm).results[0].replace_all_uses_with(dest)
     if ep is not None:
         ep.erase()
@@ -452,8 +507,23 @@ def _lines(*lines: str) -> str:
     return "".join(f"\n    {line}" for line in lines if line)
 
 
-def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: bool) -> str:
+def _batch_split(p: Params, batch: int) -> tuple[int, Params]:
+    """(batch elements per parallel tile, the Params of the 2-D kernel inside it). Enough
+    batch elements for every core: each core takes a run of them and computes each alone
+    (one thread's 2-D kernel: B packed a block at a time where it is used). Fewer: one
+    per tile, and the cores left over split each product as a 2-D one does."""
+    if batch >= p.threads:
+        return -(-batch // p.threads), replace(p, threads=1)
+    return 1, replace(p, threads=max(1, p.threads // batch))
+
+
+def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: bool, batch: int = 0) -> str:
     m, n, k = shape
+    bt = 0
+    if batch:
+        bt, p = _batch_split(p, batch)
+    o = 1 if batch else 0  # the leading batch loop
+    z = [1] * o  # its register- and pack-level tile: one batch element
     t_m, t_n1 = m, n // p.nr
     # Cores take column panels when they divide (nearly) evenly: each then packs just its
     # own panels, a cache block at a time, right where the block is used (hot in L2), with
@@ -489,17 +559,22 @@ def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: boo
         ]
     else:
         root = [
-            _tile_forall(f"%t0_{i}", f"%forall{i}a", f"%g{i}", f"tile_sizes [{t_n1}, {t_m}, 0, 0]"),
+            _tile_forall(f"%t0_{i}", f"%forall{i}a", f"%g{i}",
+                         f"tile_sizes {[bt] * o + [t_n1, t_m, 0, 0]}"),
             _fuse(f"%f0_{i}", f"%forall{i}", f"%fill{i}", f"%forall{i}a"),
         ]
+    # A batched product packs B inside the parallel loop: each core only its own elements'
+    # panels (inside the batch loop, a block at a time, where K has a good block size).
+    own_pack_loop = not fused_pack and not batch
     return _lines(
-        f"// matmul {i}: {m}x{k} @ {k}x{n}, {threads} threads of {t_m} rows x {t_n1} panels, cache blocks "
+        f"// matmul {i}: {m}x{k} @ {k}x{n}" + (f", batch {batch} ({bt} per tile)" if batch else "")
+        + f", {threads} threads of {t_m} rows x {t_n1} panels, cache blocks "
         f"[{p.nc}x{p.nr} columns, {mc} rows, {kc} deep], registers {p.mr}x{p.nr}"
         + (", fused epilogue" if epilogue else ""),
         _match(f"%g{i}", "linalg.generic", TAG, i),
         f"%fill{i} = transform.get_producer_of_operand %g{i}[2] : ({ANY}) -> {ANY}",
         _match(f"%pk{i}", "linalg.transpose", f"{TAG}.pack", i),
-        *([] if fused_pack else [
+        *([
             # Packing B: parallel over panels (when there are enough: a single narrow
             # remainder panel is not worth a parallel loop), vectorized k_pack rows x one
             # panel at a time.
@@ -507,20 +582,26 @@ def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: boo
             if n // p.nr >= p.threads else "",
             _tile_for(f"%pkt2_{i}", f"%pkl{i}", f"%pkt{i}" if n // p.nr >= p.threads else f"%pk{i}",
                       [1, k_pack, 0]),
-            f"transform.structured.vectorize %pkt2_{i} vector_sizes [1, {k_pack}, {p.nr}] : {ANY}"]),
+            f"transform.structured.vectorize %pkt2_{i} vector_sizes [1, {k_pack}, {p.nr}] : {ANY}"]
+          if own_pack_loop else []),
         *root,
-        # Loops (n1, m, n0, k): cache blocks in the order (n1, k, m), then register tiles.
-        _tile_for(f"%t1_{i}", f"%l1_{i}", f"%t0_{i}", [p.nc, mc, 0, kc], [0, 3, 1, 2]),
+        # Loops (b, n1, m, n0, k): cache blocks in the order (b, n1, k, m), then register tiles.
+        _tile_for(f"%t1_{i}", f"%l1_{i}", f"%t0_{i}", z + [p.nc, mc, 0, kc],
+                  [0, 1, 4, 2, 3] if batch else [0, 3, 1, 2]),
         *([  # each core packs the [NC panels, KC] block of Bp the (n1, k) loops are at
             _fuse(f"%pkt{i}", f"%forall{i}p", f"%pk{i}", f"%forall{i}"),
             # The block's slice of Bp out of the row loop, so its packing lands before it.
-            f"transform.apply_licm to %l1_{i}#2 : {ANY}",
-            _fuse(f"%pkt1_{i}", f"%kblock{i}", f"%pkt{i}", f"%l1_{i}#1"),
-            _tile_for(f"%pkt2_{i}", f"%pkl{i}", f"%pkt1_{i}", [1, k_pack, 0]),
-            f"transform.structured.vectorize %pkt2_{i} vector_sizes [1, {k_pack}, {p.nr}] : {ANY}",
-        ] if fused_pack else []),
-        _tile_for(f"%t2_{i}", f"%l2_{i}", f"%t1_{i}", [1, p.mr, 0, 1]),
-        _tile_for(f"%f1_{i}", f"%lf{i}", f"%f0_{i}", [1, 1, 0]),
+            f"transform.apply_licm to %l1_{i}#{2 + o} : {ANY}",
+            _fuse(f"%pkt1_{i}", f"%kblock{i}", f"%pkt{i}", f"%l1_{i}#{1 + o}"),
+            _tile_for(f"%pkt2_{i}", f"%pkl{i}", f"%pkt1_{i}", z + [1, k_pack, 0]),
+            f"transform.structured.vectorize %pkt2_{i} vector_sizes {z + [1, k_pack, p.nr]} : {ANY}",
+        ] if fused_pack else [  # batched, K not blocked: each core packs its elements' B first
+            _fuse(f"%pkt{i}", f"%forall{i}p", f"%pk{i}", f"%forall{i}"),
+            _tile_for(f"%pkt2_{i}", f"%pkl{i}", f"%pkt{i}", [1, 1, k_pack, 0]),
+            f"transform.structured.vectorize %pkt2_{i} vector_sizes [1, 1, {k_pack}, {p.nr}] : {ANY}",
+        ] if batch else []),
+        _tile_for(f"%t2_{i}", f"%l2_{i}", f"%t1_{i}", [0] * o + [1, p.mr, 0, 1]),
+        _tile_for(f"%f1_{i}", f"%lf{i}", f"%f0_{i}", z + [1, 1, 0]),
         _peel(f"%l2_{i}#1", f"m{i}") if mc % p.mr else "",
         _CANONICALIZE_LOOPS.format(h=f"%forall{i}"),
         _match(f"%tiles{i}", "linalg.generic", TAG, i, f"%forall{i}"),
@@ -572,8 +653,10 @@ def _conv_plan(conv: Any, p: Params) -> tuple[int, ...] | None:
     """(N, OH, OW, F, KH, KW, C) of a conv_2d_nhwc_hwcf the schedule handles, else None."""
     if conv.name != "linalg.conv_2d_nhwc_hwcf" or not all(_static_f32(v) for v in conv.operands):
         return None
-    if _attr_ints(conv, "strides") != [1, 1] or _attr_ints(conv, "dilations") != [1, 1]:
-        return None
+    # Strides and dilations need nothing of their own: tiled to one output row, a tile's
+    # input window is a slice reaching (OWR - 1) * stride + (KW - 1) * dilation + 1 columns
+    # past its first, and the 1-D convolution the decomposition leaves keeps both
+    # attributes (the vectorizer reads one pixel's channels per output column when strided).
     fill = conv.operands[2].owner
     if isinstance(fill, ir.Block) or fill.name != "linalg.fill":
         return None
@@ -720,11 +803,14 @@ def _write_into_outputs(func: Any) -> None:
     func.walk(visit)
 
 
+_MATMULS = ("linalg.matmul", "linalg.batch_matmul", "linalg.generic")
+
+
 def _candidates(op: Any, p: Params) -> list[tuple[Any, tuple[int, ...]]]:
     found: list[tuple[Any, tuple[int, ...]]] = []
 
     def visit(inner: Any) -> ir.WalkResult:
-        plan = _matmul_plan(inner, p) if inner.name in ("linalg.matmul", "linalg.generic") else \
+        plan = _matmul_plan(inner, p) if inner.name in _MATMULS else \
             _conv_plan(inner, p) if inner.name == "linalg.conv_2d_nhwc_hwcf" else None
         if plan is not None:
             found.append((inner, plan))
@@ -761,14 +847,23 @@ def scheduler(params: Params) -> Callable[[Any, Any], None]:
 
 
 def _schedule(op: Any, p: Params) -> None:
+    # Matmuls that the "fused" stage expanded around a reshape, one loop per role again.
+    with op.context, ir.Location.unknown():
+        collapse_split_contractions(op)
     found = _candidates(op, p)
     _last_script[0] = ""
-    if not found:
-        return
-    parts: list[str] = []
+    if found:
+        parts: list[str] = []
+        _or_restore(op, lambda: _apply(op, found, p, parts))
+    # The matrix-vector products summed in lanes: their own script (lane_schedules.py).
+    _or_restore(op, lambda: schedule_lanes(op))
+
+
+def _or_restore(op: Any, schedule: Callable[[], None]) -> None:
+    """Run `schedule` on `op`; if it fails, put `op` back as it was (unless STRICT)."""
     backup = op.clone()
     try:
-        _apply(op, found, p, parts)
+        schedule()
     except Exception as e:  # noqa: BLE001 - MLIRError / ValueError from the interpreter
         if STRICT:
             raise
@@ -799,10 +894,10 @@ def _apply(op: Any, found: list[tuple[Any, tuple[int, ...]]], p: Params, parts: 
         index = 0
         for target, shape in found:
             if target.name != "linalg.conv_2d_nhwc_hwcf":
-                m, _, k = shape
+                m, n, k, batch = shape
                 for i, columns, nr, fused in _pack_matmul(target, index, p):
-                    part = _part_params(p, nr, columns, shape[1])
-                    parts.append(_matmul_script(i, part, (m, columns, k), fused))
+                    part = _part_params(p, nr, columns, n)
+                    parts.append(_matmul_script(i, part, (m, columns, k), fused, batch))
                     index = i + 1
             else:
                 target.attributes[TAG] = _i64(index)
@@ -815,6 +910,7 @@ def _apply(op: Any, found: list[tuple[Any, tuple[int, ...]]], p: Params, parts: 
         _last_script[0] = text
         script = ir.Module.parse(text)
         interpreter.apply_named_sequence(op, script.body.operations[0], script)
+        rows_as_slices(op)
         _strip_tags(op)
 
 

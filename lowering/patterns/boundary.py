@@ -13,9 +13,9 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import bufferization, func
 
+from ...dialect.entry_layouts import LAYOUT_ATTR, leaf_layouts
 from ...dialect.mlir_types import to_mlir_type_text
 from ...dialect.shape import Shape
-from ...dialect.verify import LAYOUT_ATTR
 from .framework import cast, shape_of, signless_type
 from .tuples import rebuild_tuple, tuple_leaves
 
@@ -44,12 +44,12 @@ def _tensor_text(shape: Shape) -> str:
 
 
 def _layouts(attrs: ir.Attribute | None, count: int) -> list[tuple[int, ...] | None]:
-    if attrs is None:
-        return [None] * count
+    """The layout of each array argument/result (None: row-major, or a tuple)."""
     result: list[tuple[int, ...] | None] = []
-    for d in ir.ArrayAttr(attrs):
-        entry = ir.DictAttr(d)
-        result.append(tuple(ir.DenseI64ArrayAttr(entry[LAYOUT_ATTR])) if LAYOUT_ATTR in entry else None)
+    for i in range(count):
+        entry = ir.DictAttr(ir.ArrayAttr(attrs)[i]) if attrs is not None else None
+        result.append(tuple(ir.DenseI64ArrayAttr(entry[LAYOUT_ATTR]))
+                      if entry is not None and LAYOUT_ATTR in entry else None)
     return result
 
 
@@ -62,11 +62,15 @@ def _is_tuple(value: ir.Value) -> bool:
 def _returned_layouts(value: ir.Value, f: func.FuncOp,
                       arg_layouts: list[tuple[int, ...] | None]) -> list[tuple[int, ...] | None]:
     """The layout of each non-token array leaf of the returned `value`, in `_leaves` order:
-    a leaf that is an array parameter keeps that parameter's layout (API.md), other leaves
-    (computed by ops, or leaves of tuple parameters, which the boundary reads row-major)
-    get None, the default. Reads the IR only: nothing is built."""
+    a leaf that is a parameter, or a tuple parameter returned whole, keeps the parameter's
+    layout(s) (API.md); other leaves (computed by ops, or taken out of a tuple parameter by
+    get_tuple_element, an op) get None, the default. Reads the IR only: nothing is built."""
     if _is_tuple(value):
         owner = value.owner
+        if isinstance(owner, ir.Block) and owner == f.entry_block:
+            # A tuple parameter returned whole keeps its leaves' layouts.
+            attrs = f.arg_attrs if "arg_attrs" in f.attributes else None
+            return leaf_layouts(attrs, ir.BlockArgument(value).arg_number, shape_of(value))
         if not isinstance(owner, ir.Block) and owner.operation.name == "xhlo.tuple":
             return [layout for e in owner.operation.operands
                     for layout in _returned_layouts(e, f, arg_layouts)]
@@ -76,6 +80,9 @@ def _returned_layouts(value: ir.Value, f: func.FuncOp,
     source = _tuple_element_source(value)
     if source is not None:
         return _returned_layouts(source, f, arg_layouts)
+    parameter_part = _tuple_parameter_element_layouts(value, f)
+    if parameter_part is not None:
+        return parameter_part
     if isinstance(value.owner, ir.Block) and value.owner == f.entry_block:
         return [arg_layouts[ir.BlockArgument(value).arg_number]]
     return [None]
@@ -90,6 +97,30 @@ def _tuple_element_source(value: ir.Value) -> ir.Value | None:
     if isinstance(tuple_owner, ir.Block) or tuple_owner.operation.name != "xhlo.tuple":
         return None
     return tuple_owner.operation.operands[ir.IntegerAttr(owner.operation.attributes["index"]).value]
+
+
+def _tuple_parameter_element_layouts(value: ir.Value,
+                                     f: func.FuncOp) -> list[tuple[int, ...] | None] | None:
+    """For get_tuple_element(tuple parameter, i): the layouts of element i's array leaves, as
+    the parameter declares them (the element is the parameter's data, as in XLA)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "xhlo.get_tuple_element":
+        return None
+    tuple_value = owner.operation.operands[0]
+    if not (isinstance(tuple_value.owner, ir.Block) and tuple_value.owner == f.entry_block):
+        nested = _tuple_parameter_element_layouts(tuple_value, f)
+        if nested is None:
+            return None
+        tuple_shape = shape_of(tuple_value)
+        layouts = iter(nested)
+    else:
+        tuple_shape = shape_of(tuple_value)
+        attrs = f.arg_attrs if "arg_attrs" in f.attributes else None
+        layouts = iter(leaf_layouts(attrs, ir.BlockArgument(tuple_value).arg_number, tuple_shape))
+    index = ir.IntegerAttr(owner.operation.attributes["index"]).value
+    parts = [[next(layouts) for leaf in element.flatten() if leaf.is_array()]
+             for element in tuple_shape.tuple_shapes]
+    return parts[index]
 
 
 def _result_leaf_layouts(f: func.FuncOp) -> list[tuple[int, ...] | None]:
@@ -132,19 +163,18 @@ def rewrite_entry(f: func.FuncOp, dynamic_strides: bool = False) -> list[Shape]:
     variant the runtime uses for strided numpy views)."""
     block = f.entry_block
     old_args = list(block.arguments)
-    arg_layouts = _layouts(f.arg_attrs if "arg_attrs" in f.attributes else None, len(old_args))
+    arg_attrs = f.arg_attrs if "arg_attrs" in f.attributes else None
     # Before the parameters are replaced below: the layouts follow returned parameters.
     result_layouts = _result_leaf_layouts(f)
     new_inputs: list[ir.Type] = []
     first_op = block.operations[0] if len(block.operations) else None
     with ir.InsertionPoint(first_op) if first_op is not None else ir.InsertionPoint(block):
-        for arg, layout in zip(old_args, arg_layouts):
+        for index, arg in enumerate(old_args):
             arg_shape = shape_of(arg)
             leaves = arg_shape.flatten() if arg_shape.is_tuple() else [arg_shape]
             tensors = []
-            for leaf in leaves:
-                mtype = memref_type(leaf, layout if not arg_shape.is_tuple() else None,
-                                    dynamic_strides)
+            for leaf, layout in zip(leaves, leaf_layouts(arg_attrs, index, arg_shape), strict=True):
+                mtype = memref_type(leaf, layout, dynamic_strides)
                 new_inputs.append(mtype)
                 memref = block.add_argument(mtype, arg.location)
                 tensor_type = signless_type(ir.Type.parse(_tensor_text(leaf)))

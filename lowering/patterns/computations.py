@@ -151,7 +151,7 @@ class ComputationLibrary:
             return _scalar_constant(attrs["value"], shape_from_mlir_type_text(str(op.results[0].type)))
         if kind in ("broadcast_in_dim", "optimization_barrier"):
             return env[op.operands[0]]
-        if kind == "call":
+        if kind in ("call", "composite_call"):  # a composite means its decomposition
             return self._call_scalar(attrs["to_apply"], [env[v] for v in groups["operands"]])
         if kind == "case":
             return self._case_scalar(op, env[groups["index"]], attrs["branches"],

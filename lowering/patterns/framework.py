@@ -47,10 +47,13 @@ _SIGNED_ELEMENT = re.compile(r"(?<=[<x, ])[su]i(\d+)\b")
 
 _PRED_ELEMENT = re.compile(r"(?<=[<x, ])i1(?=>)")
 _BF16_ELEMENT = re.compile(r"(?<=[<x, ])bf16(?=>)")
+# Sub-byte integers and the narrow floats (f8E5M2, f4E2M1FN...): one byte per element.
+_BYTE_ELEMENT = re.compile(r"(?<=[<x, ])(?:[su]?i[24]|f[48]E[0-9A-Z]+)(?=>)")
 
 
 def signless_type(t: ir.Type) -> ir.Type:
-    """The storage type of a tensor type: signless integers, i8 for pred, i16 for bf16.
+    """The storage type of a tensor type: signless integers, i8 for pred, i16 for bf16,
+    i8 for sub-byte integers (s4, u2...) and for the narrow floats (f8E5M2, f4E2M1FN...).
 
     PRED lives in memory as one byte per element (numpy's bool). Keeping pred
     tensors as i8 from the linalg stage on means no memref of i1 ever exists:
@@ -59,11 +62,15 @@ def signless_type(t: ir.Type) -> ir.Type:
     values on x86 through f32, which rewrites NaN payloads (bitcast_convert must
     keep every bit). Scalar code converts with trunci/extui/bitcast
     (`lowering.elementwise.from_storage`/`to_storage`); the pairs fold away
-    between fused ops.
+    between fused ops. The sub-byte integers and narrow floats are stored one per byte
+    (the low bits, as numpy's ml_dtypes arrays hold them): LLVM packs vectors of i4 or
+    f8-sized non-byte types bit by bit in memory.
     """
     text = str(t)
-    if "ui" not in text and "si" not in text and "i1>" not in text and "bf16>" not in text:
+    if ("ui" not in text and "si" not in text and "i1>" not in text and "bf16>" not in text
+            and "i2>" not in text and "i4>" not in text and "f8E" not in text and "f4E" not in text):
         return t
+    text = _BYTE_ELEMENT.sub("i8", text)
     text = _SIGNED_ELEMENT.sub(r"i\1", text)
     text = _BF16_ELEMENT.sub("i16", _PRED_ELEMENT.sub("i8", text))
     return ir.Type.parse(text)

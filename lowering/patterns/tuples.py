@@ -9,15 +9,11 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ...dialect.irdl import OPERAND_SEGMENTS, segment_runs
 from .framework import cast
 
 
 def make_tuple(values: list[ir.Value], tuple_type: ir.Type) -> ir.Value:
-    segments = segment_runs([v.type for v in values])
-    return ir.Operation.create(
-        "xhlo.tuple", results=[tuple_type], operands=values,
-        attributes={OPERAND_SEGMENTS: ir.DenseI32ArrayAttr.get(segments)}).results[0]
+    return ir.Operation.create("xhlo.tuple", results=[tuple_type], operands=values).results[0]
 
 
 def get_tuple_element(value: ir.Value, index: int, result_type: ir.Type) -> ir.Value:

@@ -49,7 +49,9 @@ def convert(src: Elem, dst: Elem, x: ir.Value) -> ir.Value:
         return _float_to_int(src, dst, x)
     if dst.t.is_floating:
         if is_small_float(dst.t):
-            wide = Elem(P.F32 if dst.t == P.F16 or src.bits <= 32 else P.F64)
+            # XLA: integers reach f16 and the narrow floats through f32, bf16 through f64
+            # from 64-bit integers.
+            wide = Elem(P.F32 if dst.t != P.BF16 or src.bits <= 32 else P.F64)
             return _float_to_float(wide, dst, convert(src, wide, x))
         to_float = arith.sitofp if src.t.is_signed_int else arith.uitofp
         return to_float(dst.type, x)
@@ -57,9 +59,18 @@ def convert(src: Elem, dst: Elem, x: ir.Value) -> ir.Value:
 
 
 def _float_to_float(src: Elem, dst: Elem, x: ir.Value) -> ir.Value:
-    if {src.t, dst.t} == {P.F16, P.BF16}:
-        f32 = Elem(P.F32)
-        return arith.truncf(dst.type, arith.extf(f32.type, x))
+    wide = (P.F32, P.F64)
+    if is_small_float(src.t) and is_small_float(dst.t):
+        # Between two small types through f32 (exact from the source), one rounding.
+        out = arith.truncf(dst.type, arith.extf(Elem(P.F32).type, x))
+        if src.t in (P.F16, P.BF16) and dst.t == P.F8E5M2:
+            # XLA converts f16/bf16 to f8e5m2 (a truncated f16) giving 0x7F for every NaN.
+            nan = arith.bitcast(dst.type, arith.constant(ir.IntegerType.get_signless(8), 0x7F))
+            out = arith.select(arith.cmpf(F.UNO, x, x), nan, out)
+        return out
+    if src.t.is_narrow_float or dst.t.is_narrow_float:
+        # f32/f64 <-> narrow: one rounding (f64 directly, not through f32: XLA).
+        return arith.extf(dst.type, x) if dst.t in wide else arith.truncf(dst.type, x)
     if src.bits < dst.bits:
         return arith.extf(dst.type, x)
     return arith.truncf(dst.type, x)
@@ -115,6 +126,14 @@ def reduce_precision(e: Elem, x: ir.Value, exponent_bits: int, mantissa_bits: in
     type's own (so f16 with (5, 10) is the identity, subnormals kept). NaN stays
     NaN, except with 0 mantissa bits, where NaN is not representable and becomes inf.
     """
+    if e.t.is_narrow_float:
+        f = e.t.float_format
+        if exponent_bits >= f.exponent_bits and mantissa_bits >= f.mantissa_bits:
+            return x  # nothing to reduce
+        # XLA computes f8e5m2 (a truncated f16) as f16, the other narrow floats as f32.
+        via = Elem(P.F16 if e.t == P.F8E5M2 else P.F32)
+        wide = reduce_precision(via, _float_to_float(e, via, x), exponent_bits, mantissa_bits)
+        return _float_to_float(via, e, wide)
     if is_small_float(e.t):
         own_exponent = _FORMATS[e.t][0]
         f32 = Elem(P.F32)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...lowering.ops.collective import TARGET_PREFIX
-from .communicators import ReplicaContext
+from .communicators import CollectiveError, ReplicaContext, located
 from .execution import current_replica
 
 
@@ -90,10 +90,77 @@ def collective_builtins(num_replicas: int) -> dict[str, Callable[..., None]]:
         got = ctx.communicator.permute(spec["key"], pairs, ctx.replica_id, ins[0])
         outs[0][...] = 0 if got is None else got
 
+    def ragged_all_to_all(ctx: ReplicaContext, spec: dict[str, Any], groups: list[list[int]],
+                          ins: list[np.ndarray], outs: list[np.ndarray]) -> None:
+        data, output, *metadata = ins
+        outs[0][...] = _ragged_all_to_all(ctx, spec["key"], groups, data, output, *metadata)
+
     targets: dict[str, Callable[..., None]] = {
         "replica_id": replica_id, "partition_id": partition_id, "permute": guarded(permute),
         "gather": guarded(gather), "scatter_blocks": guarded(scatter_blocks),
         "all_gather": guarded(all_gather), "all_to_all": guarded(all_to_all),
-        "broadcast": guarded(broadcast),
+        "broadcast": guarded(broadcast), "ragged_all_to_all": guarded(ragged_all_to_all),
     }
     return {TARGET_PREFIX + name: fn for name, fn in targets.items()}
+
+
+def _ragged_all_to_all(ctx: ReplicaContext, key: str, groups: list[list[int]], data: np.ndarray,
+                       output: np.ndarray, input_offsets: np.ndarray, send_sizes: np.ndarray,
+                       output_offsets: np.ndarray, recv_sizes: np.ndarray) -> np.ndarray:
+    """ragged_all_to_all in two exchanges that move same-shape arrays only (what an MPI
+    communicator needs): every member's send_sizes and output_offsets, then to each member
+    one block [updates, longest send of the group, row...] holding its rows, zero-padded.
+    A bad offset or size raises on the replica that gave or receives it."""
+    me = ctx.replica_id
+    group, position = located(groups, me)
+    rank = np.ndim(input_offsets)  # 1: [group size], 2: [group size, updates]
+    offsets, sizes, destinations, expected = (
+        np.asarray(a, np.int64).reshape(len(group), -1)
+        for a in (input_offsets, send_sizes, output_offsets, recv_sizes))
+    _check_slices(me, "input", data.shape[0], offsets, sizes, rank,
+                  ("input_offsets", "send_sizes"))
+    members = ctx.communicator.gather(key + " sizes", groups, me, [sizes, destinations])
+    longest = max(int(m[0].max(initial=0)) for m in members)
+    updates = sizes.shape[1]
+    blocks = []
+    for j in range(len(group)):
+        block = np.zeros((updates, longest) + data.shape[1:], data.dtype)
+        for u in range(updates):
+            start, count = offsets[j, u], sizes[j, u]
+            block[u, :count] = data[start:start + count]
+        blocks.append([block])
+    received = ctx.communicator.exchange_blocks(key, groups, me, blocks)
+    result = np.array(output)
+    for j, ((their_sizes, their_offsets), (block,)) in enumerate(zip(members, received)):
+        for u in np.flatnonzero(their_sizes[position] != expected[j]):
+            raise CollectiveError(
+                f"ragged_all_to_all: replica {me} expects recv_sizes{_index(j, u, rank)} = "
+                f"{expected[j, u]} rows from replica {group[j]}, which sends "
+                f"{their_sizes[position, u]} (its send_sizes{_index(position, u, rank)})")
+        names = (f"replica {group[j]}'s output_offsets", "send_sizes")
+        _check_slices(me, "output", output.shape[0], their_offsets, their_sizes, rank, names,
+                      only_row=position)
+        for u in range(updates):
+            start, count = their_offsets[position, u], their_sizes[position, u]
+            result[start:start + count] = block[u, :count]
+    return result
+
+
+def _index(j: int, u: int, rank: int) -> list[int]:
+    """Entry (j, u) of a [group size, updates] view, as an index of the array's own rank."""
+    return [int(j), int(u)] if rank == 2 else [int(j)]
+
+
+def _check_slices(me: int, what: str, rows: int, starts: np.ndarray, counts: np.ndarray,
+                  rank: int, names: tuple[str, str], only_row: int | None = None) -> None:
+    """Every slice [start, start + count) of the [group size, updates] views (of row
+    `only_row` alone if given) non-negative and inside the `rows` of `what`."""
+    bad = (starts < 0) | (counts < 0) | (starts + counts > rows)
+    if only_row is not None:
+        bad[np.arange(len(bad)) != only_row] = False
+    if bad.any():
+        j, u = np.argwhere(bad)[0]
+        index = _index(j, u, rank)
+        raise CollectiveError(
+            f"ragged_all_to_all on replica {me}: {names[0]}{index} = {starts[j, u]} and "
+            f"{names[1]}{index} = {counts[j, u]} select rows outside the {what}'s {rows} rows")

@@ -1,0 +1,57 @@
+"""The MLIR context every xhlo module lives in.
+
+xhlo ops are unregistered (generic) ops: the context allows unregistered
+dialects, and `!xhlo.token` is an opaque type. MLIR's verifier therefore knows
+nothing of them; `dialect.verify` checks every xhlo op against the registry
+(operand groups, attributes, result types by the shape rule). An IRDL
+definition was tried first: IRDL binds a constraint to one type per op
+instance, so a variadic list of differently typed values needed one variadic
+segment per run of equal types (a fixed maximum of runs, a long
+`operandSegmentSizes` on every op) and loading it cost every new context.
+Each thread reuses one context for the transient modules of building and
+compiling (`reused_context`). Imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from mlir import ir
+
+
+def new_context() -> ir.Context:
+    """A fresh MLIR context with every upstream dialect, where xhlo ops parse and build."""
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = True
+    return ctx
+
+
+# A context costs several ms of CPU to make (every upstream dialect registered) and starts
+# its own thread pool: once per build and once per compile, that was a large part of a
+# small program's compile. Each thread reuses one for the transient modules of building and compiling. A context never frees what it uniqued
+# (types, attributes: a program's constants too), so it is replaced after this many uses
+# or this many characters of module text.
+CONTEXT_USES = 64
+CONTEXT_TEXT_CHARS = 16 << 20
+_reused = threading.local()
+
+
+def reused_context(text_chars: int = 0) -> ir.Context:
+    """This thread's reusable context (see CONTEXT_USES), for a module about `text_chars`
+    long. A context replaced while a caller still holds it lives on until released."""
+    state = getattr(_reused, "state", None)
+    if state is None or state[1] >= CONTEXT_USES or state[2] >= CONTEXT_TEXT_CHARS:
+        state = _reused.state = [new_context(), 0, 0]
+    state[1] += 1
+    state[2] += text_chars
+    return state[0]
+
+
+def charge_context(context: ir.Context, text_chars: int) -> None:
+    """Count `text_chars` more of module text against `context` if it is this thread's
+    reusable one (for modules whose size is known only once built)."""
+    state = getattr(_reused, "state", None)
+    if state is not None and state[0] is context:
+        state[2] += text_chars
+
+

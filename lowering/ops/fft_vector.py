@@ -1,0 +1,153 @@
+"""Stockham passes of fft (lowering/ops/fft.py) as explicit vector loops.
+
+A radix-R pass (R = 4, or 2 once when log2 n is odd) over an axis that is not the
+last one moves whole vectors of the last dimension: for every (k0, j) and every
+vector of lanes along the last dimension it reads the R inputs
+T[k0 r + j + p r/R], multiplies input p by the pass twiddle w_{RL}**(p k0) (one
+scalar broadcast to every lane), and does the R-point DFT with additions alone
+(w_4 = sign i), writing the R outputs T'[k0 + L q] at q n/R + k0 r/R + j. Every
+input is read once and every product of the DFT's roots is a swap or a negation,
+where a linalg.generic (one output element per iteration) would read the R inputs
+and multiply by R - 1 twiddles for each of the R outputs.
+
+The lanes are the last dimension's (the four-step method puts the transposed
+rows there; any other axis has the dimensions after it there), in vectors of
+VECTOR_BYTES, fewer when the dimension is shorter. Only IEEE arith ops on
+vectors: no fused multiply-add, so every target computes the same bits (LLVM
+splits a 512-bit vector into two AVX2 ones). Imports the lowering modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, scf, tensor, vector
+
+from ..scalar.arithmetic import Elem
+from .indexing import index_const
+
+Planar = tuple[ir.Value, ir.Value]
+VECTOR_BYTES = 64  # one AVX-512 register, two AVX2 ones
+
+
+def lanes_for(last: int, e: Elem) -> int:
+    """The vector length for a last dimension of `last` elements: the largest power of two
+    dividing it, at most VECTOR_BYTES; 0 when that is under 4 lanes (scalar code does as well)."""
+    limit = VECTOR_BYTES // (e.type.width // 8)
+    lanes = 1
+    while lanes < limit and last % (2 * lanes) == 0:
+        lanes *= 2
+    return lanes if lanes >= 4 else 0
+
+
+def _loops(bounds: Sequence[tuple[int, int]], carried: list[ir.Value], body) -> list[ir.Value]:
+    """Nested scf.for over (extent, step) pairs, outermost first, carrying `carried`."""
+    def level(depth: int, ivs: list[ir.Value], values: list[ir.Value]) -> list[ir.Value]:
+        if depth == len(bounds):
+            return body(ivs, values)
+        extent, step = bounds[depth]
+        loop = scf.ForOp(index_const(0), index_const(extent), index_const(step), values)
+        with ir.InsertionPoint(loop.body):
+            scf.YieldOp(level(depth + 1, ivs + [loop.induction_variable], list(loop.inner_iter_args)))
+        return list(loop.results)
+
+    return level(0, [], carried)
+
+
+class _Vec:
+    """Complex arithmetic on planar vectors."""
+
+    def __init__(self, vtype: ir.Type) -> None:
+        self.vtype = vtype
+
+    def splat(self, scalar: ir.Value) -> ir.Value:
+        return vector.broadcast(self.vtype, scalar)
+
+    @staticmethod
+    def add(a: Planar, b: Planar) -> Planar:
+        return arith.addf(a[0], b[0]), arith.addf(a[1], b[1])
+
+    @staticmethod
+    def sub(a: Planar, b: Planar) -> Planar:
+        return arith.subf(a[0], b[0]), arith.subf(a[1], b[1])
+
+    @staticmethod
+    def mul(a: Planar, w: Planar) -> Planar:
+        return (arith.subf(arith.mulf(a[0], w[0]), arith.mulf(a[1], w[1])),
+                arith.addf(arith.mulf(a[0], w[1]), arith.mulf(a[1], w[0])))
+
+    @staticmethod
+    def times_i(a: Planar, sign: float) -> Planar:
+        """a * (sign i): a swap and a negation, exact."""
+        return (arith.negf(a[1]), a[0]) if sign > 0 else (a[1], arith.negf(a[0]))
+
+
+def _butterfly(ys: list[Planar], sign: float) -> list[Planar]:
+    """The R-point DFT (R = 2 or 4) of already twiddled inputs, w_R = exp(sign 2 pi i / R)."""
+    v = _Vec
+    if len(ys) == 2:
+        return [v.add(ys[0], ys[1]), v.sub(ys[0], ys[1])]
+    a0, a1 = v.add(ys[0], ys[2]), v.sub(ys[0], ys[2])
+    a2, a3 = v.add(ys[1], ys[3]), v.times_i(v.sub(ys[1], ys[3]), sign)
+    return [v.add(a0, a2), v.add(a1, a3), v.sub(a0, a2), v.sub(a1, a3)]
+
+
+def pass_twiddles(radix: int, length: int, sign: float, e: Elem, roots, n: int,
+                  constant, gather) -> Planar:
+    """The [radix - 1, L] planar table w_{RL}**(p k0), p = 1..radix-1 (row p - 1)."""
+    period = radix * length
+    p, k0 = np.meshgrid(np.arange(1, radix), np.arange(length), indexing="ij")
+    if roots is None:
+        w = np.exp(sign * 2j * np.pi * (p * k0 % period) / period)
+        return constant(w.real, e), constant(w.imag, e)
+
+    def body(ix: list[ir.Value]) -> list[ir.Value]:
+        exponent = arith.muli(arith.addi(ix[0], index_const(1)), ix[1])
+        return roots.at(arith.muli(exponent, index_const(n // period)), e)  # < n: no reduction
+
+    re, im = gather([radix - 1, length], e.type, 2, body)
+    return re, im
+
+
+def stockham_pass(x: Planar, out: Planar, axis: int, radix: int, length: int, sign: float,
+                  twiddles: Planar, e: Elem) -> Planar:
+    """One radix-`radix` Stockham pass along `axis` (not the last dimension) of planar
+    tensors, written into `out` (same shape, dead): the length-L transforms become
+    length-RL ones."""
+    dims = list(ir.RankedTensorType(x[0].type).shape)
+    rank = len(dims)
+    n = dims[axis]
+    rows = n // length
+    sub = rows // radix
+    lanes = lanes_for(dims[-1], e)
+    vtype = ir.VectorType.get([lanes], e.type)
+    ops = _Vec(vtype)
+    read_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(rank - 1)])
+    padding = e.const(0.0)
+    bounds = ([(d, 1) for d in dims[:axis]] + [(length, 1), (sub, 1)]
+              + [(d, 1) for d in dims[axis + 1:-1]] + [(dims[-1], lanes)])
+
+    def body(ivs: list[ir.Value], outs: list[ir.Value]) -> list[ir.Value]:
+        pre, k0, j, post = ivs[:axis], ivs[axis], ivs[axis + 1], ivs[axis + 2:]
+        start = arith.addi(arith.muli(k0, index_const(rows)), j)
+        ys = []
+        for p in range(radix):
+            at = pre + [arith.addi(start, index_const(p * sub))] + post
+            value = tuple(vector.transfer_read(vtype, part, at, read_map, padding, [True])
+                          for part in x)
+            if p:
+                w = [tensor.extract(t, [index_const(p - 1), k0]) for t in twiddles]
+                value = ops.mul(value, (ops.splat(w[0]), ops.splat(w[1])))
+            ys.append(value)
+        written = list(outs)
+        base = arith.addi(arith.muli(k0, index_const(sub)), j)
+        for q, value in enumerate(_butterfly(ys, sign)):
+            at = pre + [arith.addi(base, index_const(q * (n // radix)))] + post
+            written = [vector.transfer_write(w.type, part, w, at, read_map, [True])
+                       for part, w in zip(value, written)]
+        return written
+
+    re, im = _loops(bounds, list(out), body)
+    return re, im

@@ -1,0 +1,156 @@
+"""A transpose that moves the minor dimension, as tiles of vectors.
+
+`linalg.transpose` left to the pipeline becomes affine loops that the
+super-vectorizer vectorizes along one loop: the reads or the writes are then
+strided element gathers, and the loop order walks one of the two arrays across
+its rows (every access a new cache line, and a TLB miss on large arrays).
+
+Here the operand's minor dimension `m` and the dimension `b` that becomes the
+result's minor dimension are cut into T x T tiles. A whole tile is T
+`vector.transfer_read`s of T contiguous elements (rows of x along `m`), a
+transpose in registers by log2(T) rounds of two-vector `vector.shuffle`s
+(`_shuffled`), and T contiguous row writes of the result. Tiles go by blocks
+of BLOCK x BLOCK elements, so that the rows a block touches stay in L1 and in
+the TLB; inside a block, tiles along `b` are the inner loop (the result is
+written row by row). Tiles crossing an edge are one masked 2-D transfer_read,
+a `vector.transpose` and a masked 2-D transfer_write (out-of-bounds lanes are
+neither read nor written). Every other dimension is an outer loop. Only
+element moves: bit-exact for every type with a vector form.
+Imports the lowering modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mlir import ir
+from mlir.dialects import arith, scf, tensor, vector
+
+TILE_BYTES = 32  # one tile row: an AVX2 register (8 x f32), half a cache line
+# Tiles are visited by blocks of BLOCK x BLOCK elements: the rows of x and of the result
+# that a block touches stay in L1 and in the TLB (4096 x 4096 f32 rows are pages apart).
+BLOCK = 64
+
+
+def tile_size(element: ir.Type) -> int | None:
+    """Elements per tile row for `element`, None when it has no vector form here
+    (complex, index...)."""
+    if isinstance(element, (ir.FloatType, ir.IntegerType)):
+        width = element.width
+        if width in (8, 16, 32, 64):
+            return TILE_BYTES * 8 // width
+    return None
+
+
+def applies(dims: Sequence[int], permutation: Sequence[int], element: ir.Type) -> bool:
+    """Whether the tiled form is worth it: the minor dimension moves and both tile
+    dimensions hold at least one tile."""
+    t = tile_size(element)
+    rank = len(dims)
+    if t is None or rank < 2 or permutation[-1] == rank - 1:
+        return False
+    return dims[permutation[-1]] >= t and dims[rank - 1] >= t
+
+
+def _index(value: int) -> ir.Value:
+    return arith.constant(ir.IndexType.get(), value)
+
+
+def _value(value: int | ir.Value) -> ir.Value:
+    return _index(value) if isinstance(value, int) else value
+
+
+def _upto(start: ir.Value, end: int) -> ir.Value:
+    """min(start + BLOCK, end): the end of the block starting at `start`."""
+    return arith.minsi(arith.addi(start, _index(BLOCK)), _index(end))
+
+
+def _shuffled(rows: list[ir.Value], t: int) -> list[ir.Value]:
+    """The t x t transpose of `rows` (t vectors of t elements) by log2(t) rounds of
+    two-vector shuffles: round b swaps, in every pair of rows (i, i + b), the off-diagonal
+    b x b blocks (t log2 t shuffles; LLVM lowers each to one or two instructions)."""
+    b = t // 2
+    while b >= 1:
+        low = [g * 2 * b + k + half for g in range(t // (2 * b)) for half in (0, t) for k in range(b)]
+        high = [m + b for m in low]
+        new = list(rows)
+        for i in range(t):
+            if (i // b) % 2 == 0:
+                new[i] = vector.shuffle(rows[i], rows[i + b], low)
+                new[i + b] = vector.shuffle(rows[i], rows[i + b], high)
+        rows, b = new, b // 2
+    return rows
+
+
+def transpose_tiles(x: ir.Value, dims: Sequence[int], permutation: Sequence[int]) -> ir.Value:
+    """`x` (of `dims`) transposed by `permutation` (result dimension i is x's
+    permutation[i]); call only where `applies`."""
+    element = ir.RankedTensorType(x.type).element_type
+    t = tile_size(element)
+    assert t is not None
+    rank = len(dims)
+    m, b = rank - 1, permutation[-1]
+    out_dims = [dims[p] for p in permutation]
+    out_m = list(permutation).index(m)  # the result dimension that x's minor dimension becomes
+    others = [d for d in range(rank) if d not in (b, m)]
+    read_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(b), ir.AffineDimExpr.get(m)])
+    write_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(out_m), ir.AffineDimExpr.get(rank - 1)])
+    tile_type = ir.VectorType.get([t, t], element)
+    row_type = ir.VectorType.get([t], element)
+    minor = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(m)])
+    out_minor = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(rank - 1)])
+    zero = arith.constant(element, 0.0 if isinstance(element, ir.FloatType) else 0)
+    init = tensor.EmptyOp(out_dims, element).result
+
+    def loop(lo: int | ir.Value, hi: int | ir.Value, step: int, carried: ir.Value, body) -> ir.Value:
+        op = scf.ForOp(_value(lo), _value(hi), _index(step), [carried])
+        with ir.InsertionPoint(op.body):
+            scf.YieldOp([body(op.induction_variable, op.inner_iter_args[0])])
+        return op.results[0]
+
+    def whole_tile(at: dict[int, ir.Value], out: ir.Value) -> ir.Value:
+        """A tile inside both dimensions: t row reads, shuffles, t row writes."""
+        rows = []
+        for k in range(t):
+            row_at = {**at, b: arith.addi(at[b], _index(k))}
+            rows.append(vector.transfer_read(row_type, x, [row_at[d] for d in range(rank)], minor,
+                                             zero, [True]))
+        for k, row in enumerate(_shuffled(rows, t)):
+            row_at = {**at, m: arith.addi(at[m], _index(k))}
+            out = vector.transfer_write(out.type, row, out, [row_at[p] for p in permutation],
+                                        out_minor, [True])
+        return out
+
+    def edge_tile(at: dict[int, ir.Value], out: ir.Value) -> ir.Value:
+        """A tile crossing an edge: one masked 2-D read and write around vector.transpose."""
+        rows = vector.transfer_read(tile_type, x, [at[d] for d in range(rank)], read_map, zero,
+                                    [False, False])
+        flipped = vector.transpose(tile_type, rows, [1, 0])
+        return vector.transfer_write(out.type, flipped, out, [at[p] for p in permutation], write_map,
+                                     [False, False])
+
+    def tiles(position: dict[int, ir.Value], out: ir.Value) -> ir.Value:
+        whole_b, whole_m = dims[b] - dims[b] % t, dims[m] - dims[m] % t
+
+        def block(bb: ir.Value, mb: ir.Value, out: ir.Value) -> ir.Value:
+            """BLOCK x BLOCK elements of whole tiles (fewer at the end)."""
+            def strip(j: ir.Value, out: ir.Value) -> ir.Value:
+                return loop(bb, _upto(bb, whole_b), t, out,
+                            lambda i, o: whole_tile({**position, b: i, m: j}, o))
+            return loop(mb, _upto(mb, whole_m), t, out, strip)
+
+        out = loop(0, whole_b, BLOCK, out, lambda bb, o: loop(
+            0, whole_m, BLOCK, o, lambda mb, o2: block(bb, mb, o2)))
+        if whole_b < dims[b]:  # the last rows of x: edge tiles along its minor dimension
+            out = loop(0, whole_m, t, out, lambda j, o: edge_tile({**position, b: _index(whole_b), m: j}, o))
+        if whole_m < dims[m]:  # the last columns of x
+            out = loop(0, dims[b], t, out, lambda i, o: edge_tile({**position, b: i, m: _index(whole_m)}, o))
+        return out
+
+    def nest(level: int, position: dict[int, ir.Value], out: ir.Value) -> ir.Value:
+        if level == len(others):
+            return tiles(position, out)
+        d = others[level]
+        return loop(0, dims[d], 1, out, lambda i, o: nest(level + 1, {**position, d: i}, o))
+
+    return nest(0, {}, init)

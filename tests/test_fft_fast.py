@@ -1,0 +1,74 @@
+"""Tests of fft's fast paths (lowering/ops/fft.py, fft_vector.py): real transforms of even
+length as complex ones of half the length, Stockham passes as vector loops, and the same
+bits on every x86-64 target. Numerics against numpy.fft in float64 (see test_fft.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import stage_text
+from test_fft import build, check, operand, run
+from test_targets import TARGETS
+
+import xlamlir as xm
+
+
+@pytest.mark.parametrize("kind, dims, lengths, dtype", [
+    # Half lengths of every class: direct (m <= 32), power of two, Bluestein; past
+    # CONSTANT_MAX the twiddles come from run-time root tables (any period).
+    ("RFFT", (3, 4), (4,), np.complex64),
+    ("RFFT", (2, 64), (64,), np.complex64),
+    ("RFFT", (130,), (130,), np.complex64),
+    ("RFFT", (1 << 16,), (1 << 16,), np.complex64),
+    ("RFFT", (40002,), (40002,), np.complex64),
+    ("RFFT", (3, 16, 256), (16, 256), np.complex128),
+    ("IRFFT", (2, 4), (4,), np.complex64),
+    ("IRFFT", (3, 128), (128,), np.complex64),
+    ("IRFFT", (98,), (98,), np.complex128),
+    ("IRFFT", (1 << 15,), (1 << 15,), np.complex64),
+    ("IRFFT", (33334,), (33334,), np.complex64),
+    ("IRFFT", (5, 8, 64), (5, 8, 64), np.complex64),
+])
+def test_packed_real_transforms_match_numpy(kind: str, dims, lengths, dtype) -> None:
+    check(operand(kind, dims, lengths, dtype, seed=len(dims)), kind, lengths, dtype)
+
+
+def test_irfft_packed_ignores_dc_and_nyquist_imaginary_parts() -> None:
+    spectrum = operand("IRFFT", (64,), (64,), np.complex64, seed=5)
+    np.testing.assert_allclose(run(spectrum, "IRFFT", (64,)), np.fft.irfft(spectrum, 64), atol=1e-6)
+
+
+def test_rfft_is_a_complex_transform_of_half_the_length() -> None:
+    """RFFT(2048): the operand is read as 1024 complex values (even + i odd), transformed
+    by the four-step method as 32 x 32, and the 1025 outputs formed from them; no planar
+    2048-point tensor is ever made."""
+    linalg = stage_text(build(xm.Shape.array(xm.F32, (2048,)), "RFFT", (2048,)), "linalg")
+    assert "tensor<1024xf32>" in linalg and "tensor<32x32xf32>" in linalg
+    assert "tensor<1025xf32>" in linalg
+    assert "complex.re" not in linalg  # the real operand is never split into planes
+    assert linalg.count("tensor<2048xf32>") == linalg.count("%arg0") + 1  # the operand's type only
+
+
+def test_stockham_passes_are_vector_loops() -> None:
+    """FFT(4096) by the four-step method as 64 x 64: each of the 3 radix-4 passes of both
+    64-point transforms reads and writes whole vectors of 16 f32 lanes along the rows
+    (4 reads and 4 writes per plane), the 4-point DFT by additions alone."""
+    linalg = stage_text(build(xm.Shape.array(xm.C64, (4096,)), "FFT", (4096,)), "linalg")
+    assert linalg.count("vector.transfer_read") == 2 * 3 * 4 * 2
+    assert linalg.count("vector.transfer_write") == 2 * 3 * 4 * 2
+    assert "vector<16xf32>" in linalg
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_fft_same_bits_on_every_target(target: str) -> None:
+    """Vector passes, four-step twiddles, Bluestein and the packed real transforms give the
+    same bits whatever the vector width (no fused multiply-add anywhere)."""
+    cases = [("FFT", (8, 4096), (4096,)), ("FFT", (6, 100), (6, 100)), ("RFFT", (3, 1024), (1024,)),
+             ("IRFFT", (16, 96), (16, 96))]
+    for kind, dims, lengths in cases:
+        x = operand(kind, dims, lengths, np.complex64, seed=11)
+        comp = build(xm.Shape.array(xm.type_of(x.dtype), x.shape), kind, lengths)
+        host = xm.compile(comp)(x)
+        got = xm.compile(comp, target_cpu=target)(x)
+        np.testing.assert_array_equal(got.view(np.uint32), host.view(np.uint32), err_msg=f"{kind}{dims}")
+        check(x, kind, lengths, np.complex64)

@@ -1,0 +1,98 @@
+"""Transposes that move the minor dimension: vector tiles (lowering/ops/transpose_tiles.py).
+
+Exact against numpy for every element type with a vector form (and the ones without,
+which keep linalg.transpose), shapes whose tile dimensions are and are not multiples of
+the tile, other dimensions before, between and after them; the same bits on every
+target; the IR (vector.transpose, no linalg.transpose) and the fallbacks.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import check_ir, run, stage_text
+from test_targets import TARGETS
+
+import xlamlir as xm
+
+DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.float16, ml_dtypes.bfloat16, np.float32,
+          np.int32, np.uint32, np.float64, np.int64, np.uint64, np.bool_, np.complex64]
+CASES = [
+    ((64, 64), (1, 0)),  # whole tiles of every width
+    ((40, 33), (1, 0)),  # masked edge tiles
+    ((3, 17, 9, 35), (0, 3, 1, 2)),  # a dimension between the tile dimensions
+    ((5, 36, 7, 40), (3, 2, 0, 1)),
+    ((33, 2, 48), (2, 1, 0)),
+    ((19, 70, 3), (1, 2, 0)),  # minor dimension narrower than a tile: linalg.transpose
+]
+
+
+def _values(shape: tuple[int, ...], dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.random.default_rng(1).random(shape) < 0.5
+    values = np.arange(int(np.prod(shape))).reshape(shape) % 120 + 1
+    return (values + 1j * (values % 7)).astype(dtype) if dtype.kind == "c" else values.astype(dtype)
+
+
+def _transpose(shape: tuple[int, ...], dtype, perm: tuple[int, ...]) -> xm.XlaComputation:
+    b = xm.XlaBuilder("transpose")
+    b.transpose(b.parameter(0, xm.Shape.array(xm.type_of(np.dtype(dtype)), shape)), perm)
+    return b.build()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_type_and_shape(dtype) -> None:
+    for shape, perm in CASES:
+        x = _values(shape, dtype)
+        got = run(_transpose(shape, dtype, perm), x)
+        assert got.dtype == x.dtype
+        np.testing.assert_array_equal(got, x.transpose(perm), err_msg=f"{shape} {perm}")
+
+
+def test_special_float_bits_are_moved_unchanged() -> None:
+    """NaN payloads, -0.0, infinities and subnormals: a transpose only moves bits."""
+    bits = np.random.default_rng(2).integers(0, 1 << 32, (24, 40), dtype=np.uint64).astype(np.uint32)
+    bits[0, :4] = [0x7FC00001, 0xFFC00123, 0x80000000, 0x00000001]  # NaNs, -0, subnormal
+    x = bits.view(np.float32)
+    got = run(_transpose(x.shape, np.float32, (1, 0)), x)
+    np.testing.assert_array_equal(got.view(np.uint32), bits.T)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_same_bits_on_every_target(target: str) -> None:
+    x = _values((3, 40, 5, 36), np.float16)
+    got = run(_transpose(x.shape, np.float16, (0, 3, 2, 1)), x, target_cpu=target)
+    np.testing.assert_array_equal(got, x.transpose(0, 3, 2, 1))
+
+
+def test_ir_is_vector_tiles() -> None:
+    text = stage_text(_transpose((3, 40, 5, 36), np.float32, (0, 3, 2, 1)), "linalg")
+    # Whole 8 x 8 f32 tiles: 8 contiguous row reads along x's minor dimension, 3 rounds of
+    # 8 two-vector shuffles, 8 contiguous row writes of the result. Then the last 4 columns
+    # of x (36 = 32 + 4): masked 8 x 8 transfers around a vector.transpose.
+    check_ir(text, """
+        CHECK-NOT: linalg.transpose
+        CHECK: scf.for
+        CHECK-COUNT-8: vector.transfer_read {{.*}} {in_bounds = [true]} : tensor<3x40x5x36xf32>, vector<8xf32>
+        CHECK-COUNT-24: vector.shuffle
+        CHECK-COUNT-8: vector.transfer_write {{.*}} {in_bounds = [true]} : vector<8xf32>, tensor<3x36x5x40x
+        CHECK: vector.transfer_read %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %c32]
+        CHECK-SAME: tensor<3x40x5x36xf32>, vector<8x8xf32>
+        CHECK-NEXT: vector.transpose %{{.*}}, [1, 0] : vector<8x8xf32> to vector<8x8xf32>
+        CHECK-NEXT: vector.transfer_write
+        CHECK-SAME: vector<8x8xf32>, tensor<3x36x5x40xf32>
+    """)
+
+
+@pytest.mark.parametrize("shape, perm, dtype", [
+    ((19, 70, 3), (1, 2, 0), np.float32),  # the minor dimension is less than a tile
+    ((40, 33), (1, 0), np.complex64),  # no vector form
+    ((4, 40, 33), (1, 0, 2), np.float32),  # the minor dimension stays: row copies already
+])
+def test_fallback_is_linalg_transpose(shape, perm, dtype) -> None:
+    check_ir(stage_text(_transpose(shape, dtype, perm), "linalg"), """
+        CHECK: linalg.transpose
+        CHECK-NOT: vector.transpose
+    """)
