@@ -28,9 +28,9 @@ def new_context() -> ir.Context:
 
 # A context costs several ms of CPU to make (every upstream dialect registered) and starts
 # its own thread pool: once per build and once per compile, that was a large part of a
-# small program's compile. Each thread reuses one for the transient modules of building and compiling. A context never frees what it uniqued
-# (types, attributes: a program's constants too), so it is replaced after this many uses
-# or this many characters of module text.
+# small program's compile. Each thread reuses one for the transient modules of building
+# and compiling. A context never frees what it uniqued (types, attributes: a program's
+# constants too), so it is replaced after this many uses or this many characters of text.
 CONTEXT_USES = 64
 CONTEXT_TEXT_CHARS = 16 << 20
 _reused = threading.local()
