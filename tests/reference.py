@@ -218,7 +218,7 @@ def _round_narrow(y: np.ndarray, name: str) -> np.ndarray:
     r[np.isinf(y)] = np.inf
     over = r > max_finite
     r[over] = {"ieee": np.inf, "none": max_finite}.get(kind, np.nan)
-    out = np.copysign(r, y)
+    out = np.asarray(np.copysign(r, y))  # a 0-d result is a numpy scalar: masks need an array
     if kind == "fnuz":
         out[out == 0] = 0.0
     if kind == "e8m0":

@@ -367,3 +367,38 @@ def test_batched_dots_odd_sizes(dtype):
     got = xm.compile(b.build(outs))(*args)
     for i, (g, w) in enumerate(zip(got, wants)):
         np.testing.assert_array_equal(np.asarray(g), w.astype(dtype), err_msg=f"dot {i}")
+
+
+# -- bounded dynamic shapes --------------------------------------------------------------------------
+
+def test_dynamic_dimension_reductions_and_dots_ignore_the_padding():
+    """A runtime size set on dimension 1 (clamped to [0, bound]): sums, maxima, a dot
+    contracting it and an elementwise op before a reduction see only the valid prefix;
+    the other dimension's reduction keeps the valid prefix of the dynamic one."""
+    rng = np.random.default_rng(2)
+    x = rng.integers(-9, 10, (5, 7)).astype(np.float32)
+    z = rng.integers(-9, 10, (7, 3)).astype(np.float32)
+    b = xm.XlaBuilder("dyn")
+    p = b.parameter(0, xm.Shape.array(np.float32, x.shape))
+    q = b.parameter(1, xm.Shape.array(np.float32, z.shape))
+    n = b.parameter(2, xm.Shape.array(np.int32, ()))
+    y = b.set_dimension_size(p, n, 1)
+    zd = b.set_dimension_size(q, n, 0)
+    zero, low = b.constant(np.float32(0)), b.constant(np.float32(-np.inf))
+    outs = [b.reduce(y, zero, lambda u, v: u + v, [1]),
+            b.reduce(y, low, lambda u, v: u.builder.max(u, v), [1]),
+            b.get_dimension_size(y, 1),
+            b.dot_general(y, zd, DN([1], [0])),
+            b.reduce(b.mul(y, b.constant(np.float32(2))), zero, lambda u, v: u + v, [0, 1]),
+            b.reduce(y, zero, lambda u, v: u + v, [0])]
+    exe = xm.compile(b.build(outs))
+    for size in (0, 3, 7, 9, -1):
+        k = min(max(size, 0), 7)
+        got = exe(x, z, np.int32(size))
+        valid = x[:, :k]
+        np.testing.assert_array_equal(got[0], valid.sum(1), err_msg=f"sum, size {size}")
+        np.testing.assert_array_equal(got[1], valid.max(1) if k else np.full(5, -np.inf, np.float32))
+        assert int(got[2]) == k
+        np.testing.assert_array_equal(got[3], valid @ z[:k])
+        assert float(got[4]) == 2 * valid.sum()
+        np.testing.assert_array_equal(np.asarray(got[5])[:k], valid.sum(0))
