@@ -1,5 +1,5 @@
-"""Neural-network workloads of issue #17: layer norm, attention, batched matmul, strided /
-1x1 / depthwise convolutions, 2x2 and 3x3 max-pools and a tanh RNN loop.
+"""Neural-network workloads of issue #17: layer norm, attention, batched matmul, strided
+(NCHW, NHWC) / dilated / 1x1 / depthwise convolutions, 2x2 and 3x3 max-pools and a tanh RNN loop.
 
 Each is a `Case` (bench/harness.py): ours built with the XlaBuilder API, numpy's usual way
 (matmuls on its BLAS, convolutions as im2col + matmul), and the JAX function a user would
@@ -92,26 +92,31 @@ def batched_matmul(batch: int = 32, n: int = 256) -> Measurement:
                         reference=_f64(np.matmul), **_sum_tolerance(n)))
 
 
-def numpy_conv_nhwc(x: np.ndarray, k: np.ndarray, stride: int, pad: int) -> np.ndarray:
-    """im2col + one matmul: x[N,H,W,C], k[KH,KW,C,O]."""
+def numpy_conv_nhwc(x: np.ndarray, k: np.ndarray, stride: int, pad: int, dilation: int = 1) -> np.ndarray:
+    """im2col + one matmul: x[N,H,W,C], k[KH,KW,C,O] (taps `dilation` apart)."""
     kh, kw, c, o = k.shape
     if pad:
         x = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
-    windows = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))[:, ::stride, ::stride]
+    extent = ((kh - 1) * dilation + 1, (kw - 1) * dilation + 1)
+    windows = np.lib.stride_tricks.sliding_window_view(x, extent, axis=(1, 2))[
+        :, ::stride, ::stride, :, ::dilation, ::dilation]
     n, oh, ow = windows.shape[:3]
     cols = windows.transpose(0, 1, 2, 4, 5, 3).reshape(n * oh * ow, kh * kw * c)
     return (cols @ k.reshape(kh * kw * c, o)).reshape(n, oh, ow, o)
 
 
 def _conv(name: str, x_shape: tuple[int, ...], k_shape: tuple[int, ...], stride: int, pad: int,
-          layouts: tuple[str, str, str], numpy_fn: Any, groups: int = 1, repeats: int = 7) -> Measurement:
+          layouts: tuple[str, str, str], numpy_fn: Any, groups: int = 1, repeats: int = 7,
+          dilation: int = 1) -> Measurement:
     def build() -> xm.XlaComputation:
         b, (x, k) = f32_params(name, x_shape, k_shape)
         return b.build(b.conv_general_dilated(x, k, (stride, stride), [(pad, pad)] * 2,
+                                              rhs_dilation=(dilation, dilation),
                                               dimension_numbers=layouts, feature_group_count=groups))
 
     def jax_fn(x: Any, k: Any) -> Any:
         return jax.lax.conv_general_dilated(x, k, (stride, stride), [(pad, pad)] * 2,
+                                            rhs_dilation=(dilation, dilation),
                                             dimension_numbers=layouts, feature_group_count=groups)
 
     computation = build()
@@ -129,6 +134,18 @@ def strided_conv_nchw() -> Measurement:
         return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
     return _conv("conv_s2", (8, 64, 56, 56), (128, 64, 3, 3), 2, 1, ("NCHW", "OIHW", "NCHW"), numpy_fn)
+
+
+def strided_conv_nhwc() -> Measurement:
+    """3x3 stride 2, padding 1, channels last (JAX's usual layouts)."""
+    return _conv("conv_s2_nhwc", (8, 56, 56, 64), (3, 3, 64, 128), 2, 1, ("NHWC", "HWIO", "NHWC"),
+                 lambda x, k: numpy_conv_nhwc(x, k, 2, 1))
+
+
+def dilated_conv() -> Measurement:
+    """3x3 with kernel dilation 2 (atrous), padding 2, channels last."""
+    return _conv("conv_dilated", (8, 28, 28, 64), (3, 3, 64, 64), 1, 2, ("NHWC", "HWIO", "NHWC"),
+                 lambda x, k: numpy_conv_nhwc(x, k, 1, 2, dilation=2), dilation=2)
 
 
 def pointwise_conv() -> Measurement:
@@ -227,6 +244,8 @@ def workloads() -> list[Workload]:
         Workload("attention [8,512,64] softmax(QK^T)V", attention, None),
         Workload("batched matmul f32[32,256,256]", batched_matmul, None),
         Workload("conv 3x3/2 NCHW [8,64,56,56]x[128,64,3,3]", strided_conv_nchw, None),
+        Workload("conv 3x3/2 NHWC [8,56,56,64]x[3,3,64,128]", strided_conv_nhwc, None),
+        Workload("conv 3x3 dilation 2 NHWC [8,28,28,64]x[3,3,64,64]", dilated_conv, None),
         Workload("conv 1x1 NHWC [8,28,28,256]x[1,1,256,256]", pointwise_conv, None),
         Workload("depthwise conv 3x3 NHWC [8,56,56,128]", depthwise_conv, None),
         Workload("max-pool 2x2/2 f32[8,112,112,64]", max_pool, None),

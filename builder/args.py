@@ -117,3 +117,13 @@ def make_padding(base: Sequence[int], window: Sequence[int], strides: Sequence[i
         needed = max(0, (out - 1) * s + dilated(w, wd) - extent)
         pairs.append((needed // 2, needed - needed // 2))
     return tuple(pairs)
+
+
+def static_shape(op: str, shape: Shape, what: str = "shape",
+                 hint: str = "build it with the bounds as sizes, then set_dimension_size") -> Shape:
+    """`shape` when no dimension of it (or of a tuple leaf) is dynamic. A dynamic value
+    exists only as a padded array with a runtime size beside it (builder/methods_dynamic.py),
+    so an op making values of a given shape would otherwise drop the flags silently."""
+    if shape.is_dynamic():
+        raise ShapeError(op, [], f"{op} does not accept a dynamic shape ({what} {shape}); {hint}")
+    return shape

@@ -1,4 +1,4 @@
-"""IoMethods: the XlaBuilder methods for tokens and I/O. Imports `dialect` and
+"""IoMethods: the XlaBuilder methods for tokens and I/O. Imports `dialect`, `builder.args` and
 `builder.recorder`.
 """
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from ..dialect.errors import ShapeError
 from ..dialect.shape import Shape
+from . import args
 from .recorder import Recorder
 from .xla_op import XlaOp
 
@@ -20,7 +21,8 @@ def _token(token: XlaOp | None) -> list[XlaOp]:
 def _shape(op: str, shape: Any) -> str:
     if not isinstance(shape, Shape):
         raise ShapeError(op, [], f"shape must be an xm.Shape, got {type(shape).__name__}")
-    return str(shape)
+    return str(args.static_shape(op, shape, hint="transfer the padded array and its size (s32), "
+                                 "then set_dimension_size"))
 
 
 def _channel(op: str, channel: Any) -> str:

@@ -30,6 +30,7 @@ def _dims_and_type(op: str, shape: Any, default: PrimitiveType) -> tuple[tuple[i
     if isinstance(shape, Shape):
         if not shape.is_array():
             raise ShapeError(op, [shape], f"shape must be an array shape, got {shape}")
+        args.static_shape(op, shape)
         return shape.dimensions, shape.element_type
     if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
         raise ShapeError(op, [], f"shape must be an xm.Shape or a sequence of sizes, got {shape!r}")

@@ -168,6 +168,7 @@ class ShapeMethods(Recorder):
             if not new_sizes.is_array() or new_sizes.element_type != operand.shape.element_type:
                 raise ShapeError("reshape", [operand.shape], f"the target shape {new_sizes} must be an "
                                  "array of the operand's element type")
+            args.static_shape("reshape", new_sizes, "target shape", hint="use dynamic_reshape")
             sizes = new_sizes.dimensions
         else:
             sizes = args.ints("reshape", new_sizes, "new_sizes")
@@ -244,6 +245,7 @@ class ShapeMethods(Recorder):
         """An array of `shape` holding 0, 1, 2... along `iota_dimension`."""
         if not isinstance(shape, Shape) or not shape.is_array():
             raise ShapeError("iota", [], f"expected an array xm.Shape, got {shape!r}")
+        args.static_shape("iota", shape)
         return self.emit("iota", [], {
             "dimensions": shape.dimensions, "element_type": shape.element_type,
             "iota_dimension": args.integer("iota", iota_dimension, "iota_dimension")})

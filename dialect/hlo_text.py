@@ -28,6 +28,9 @@ Where the dialect differs from HLO, the text shows what XLA would hold instead:
   and the name, attributes and version in `frontend_attributes` (`composite.name=...`);
 - `all_to_all` prints XLA's `dimensions={split_dimension}` and keeps the concat
   dimension and split count in `frontend_attributes`.
+- bounded dynamic shapes print as `f32[<=10]` where the module says so
+  (dialect/hlo_dynamic.py; what it cannot say: docs/hlo_text.md); the entry's
+  `(padded, sizes...)` packing is left out, its ROOT is the dynamic value.
 
 Imports `dialect` modules only.
 """
@@ -46,7 +49,9 @@ from .context import new_context
 from .element_types import PrimitiveType, dtype_of
 from .entry_layouts import with_entry_layouts
 from .errors import CompileError
+from .hlo_dynamic import result_shapes
 from .mlir_types import shape_from_mlir_type_text
+from .ops_dynamic import DYNAMIC_RESULT_ATTR
 from .registry import DIALECT, REGISTRY, OpDef
 from .shape import Shape
 
@@ -81,13 +86,16 @@ def hlo_text(module_text: str, name: str = "main",
 
 
 def shape_text(shape: Shape, layout: bool = True) -> str:
-    """`f32[2,3]{1,0}` (layout for arrays of rank >= 1 when `layout`), `(f32[], s32[2]{0})`,
-    `token[]`: XLA's `ShapeUtil::HumanStringWithLayout` / `HumanString`."""
+    """`f32[2,3]{1,0}` (layout for arrays of rank >= 1 when `layout`), `f32[<=10]{0}` (a
+    dynamic dimension: its bound), `(f32[], s32[2]{0})`, `token[]`: XLA's
+    `ShapeUtil::HumanStringWithLayout` / `HumanString`."""
     if shape.is_tuple():
         return "(" + ", ".join(shape_text(s, layout) for s in shape.tuple_shapes) + ")"
     if shape.is_token():
         return "token[]"
-    text = f"{shape.element_type.text_name}[{','.join(map(str, shape.dimensions))}]"
+    dims = ",".join(f"<={d}" if dynamic else str(d)
+                    for d, dynamic in zip(shape.dimensions, shape.dynamic_dimensions))
+    text = f"{shape.element_type.text_name}[{dims}]"
     if layout and shape.rank:
         minor_to_major = shape.layout.minor_to_major if shape.layout else range(shape.rank - 1, -1, -1)
         text += "{" + ",".join(map(str, minor_to_major)) + "}"
@@ -186,6 +194,21 @@ class _ComputationPrinter:
             self.result_shape = with_entry_layouts(results[0], res_attrs, 0)
         else:
             self.result_shape = Shape.tuple(results)
+        # What the computation returns is as its type (or dynamic_result) says, whatever was
+        # propagated to it: a remove_dynamic_dimension_size before it left no op.
+        self.returned: dict[ir.Value, Shape | None] = {}
+        self.packing: Any = None  # the entry's (result, sizes...) tuple: not XLA's, not printed
+        returned = list(list(_body(func).operations)[-1].operands)
+        dynamic = (ir.StringAttr(attrs[DYNAMIC_RESULT_ATTR]).value
+                   if symbol == "main" and DYNAMIC_RESULT_ATTR in attrs else None)
+        packing = returned[0].owner if len(returned) == 1 else None
+        if dynamic is not None and not isinstance(packing, (ir.Block, type(None))) \
+                and packing.name == f"{DIALECT}.tuple":
+            self.packing = packing
+            self.result_shape = Shape.parse(dynamic)
+            self.returned[packing.operands[0]] = self.result_shape
+        else:
+            self.returned.update((v, None) for v in returned)
 
     # -- naming --------------------------------------------------------------------------------
 
@@ -213,7 +236,10 @@ class _ComputationPrinter:
         root = None
         for op in block.operations:
             if op.operation.name == "func.return":
-                root = self._root(list(op.operands))
+                returned = [self.packing.operands[0]] if self.packing is not None else list(op.operands)
+                root = self._root(returned)
+                continue
+            if self.packing is not None and op.operation == self.packing:
                 continue
             self._instruction(op)
         root_prefix = f"%{root} = "
@@ -238,10 +264,12 @@ class _ComputationPrinter:
             raise CompileError(f"as_hlo_text: {op.operation.name} is not an xhlo op")
         groups = operand_groups(opdef, op.operation)
         attrs = attribute_values(opdef, op.operation)
-        operands = [v for g in groups.values() for v in (g if isinstance(g, list) else [g])]
-        opcode, extra, operands = _describe(opdef.name, op, groups, attrs, operands, self)
+        every = [v for g in groups.values() for v in (g if isinstance(g, list) else [g])]
+        opcode, extra, operands = _describe(opdef.name, op, groups, attrs, every, self)
         results = list(op.results)
-        shapes = [shape_from_mlir_type_text(str(r.type)) for r in results]
+        shapes = result_shapes(opdef, every, attrs, lambda v: self.values[v][1],
+                               [shape_from_mlir_type_text(str(r.type)) for r in results], _int_constant)
+        shapes = [self._as_returned(r, s) for r, s in zip(results, shapes)]
         as_tuple = opdef.name == "rng_bit_generator" or (opdef.results is None and len(results) != 1)
         shape = Shape.tuple(shapes) if as_tuple else shapes[0]
         name = self.fresh(opcode)
@@ -257,8 +285,31 @@ class _ComputationPrinter:
             self.emit(element, leaf, f"get-tuple-element({shape_text(shape)} %{name}), index={i}")
             self.values[result] = (element, leaf)
 
+    def _as_returned(self, value: ir.Value, shape: Shape) -> Shape:
+        if value not in self.returned:
+            return shape
+        given = self.returned[value]
+        return given if given is not None else _static(shape)
+
     def computation(self, symbol: str) -> str:
         return "%" + self.module.computation_names.get(symbol, symbol)
+
+
+def _static(shape: Shape) -> Shape:
+    if shape.is_tuple():
+        return Shape.tuple([_static(s) for s in shape.tuple_shapes])
+    return shape.with_dynamic_dimensions(None) if shape.is_array() else shape
+
+
+def _int_constant(value: ir.Value) -> int | None:
+    """The value of an integer scalar xhlo.constant, None for anything else."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != f"{DIALECT}.constant":
+        return None
+    attr = owner.attributes["value"]
+    if not isinstance(attr, ir.DenseIntElementsAttr) or ir.ShapedType(attr.type).rank != 0:
+        return None
+    return int(attr[0]) if hasattr(attr, "__getitem__") else None
 
 
 # -- attributes ----------------------------------------------------------------------------------
@@ -373,8 +424,11 @@ def _describe(kind: str, op: Any, groups: dict[str, Any], a: dict[str, Any],
         return opcode, [f"padding={config}"], operands
     if kind == "iota":
         return opcode, [f"iota_dimension={a['iota_dimension']}"], operands
-    if kind == "get_dimension_size":
+    if kind in ("get_dimension_size", "set_dimension_size"):
         return opcode, [f"dimensions={{{a['dimension']}}}"], operands
+    if kind == "dynamic_reshape":  # XLA's operands: the array and the output sizes (the
+        # input sizes are this dialect's, for the lowering; the bounds are in the shape)
+        return opcode, [], [groups["operand"], *groups["output_sizes"]]
     if kind == "get_tuple_element":
         return opcode, [f"index={a['index']}"], operands
     if kind == "reduce_precision":

@@ -75,6 +75,8 @@ _C_TYPES: dict[PrimitiveType, str] = {
     PrimitiveType.U16: "uint16_t", PrimitiveType.U32: "uint32_t", PrimitiveType.U64: "uint64_t",
     PrimitiveType.F16: "uint16_t", PrimitiveType.BF16: "uint16_t", PrimitiveType.F32: "float",
     PrimitiveType.F64: "double",
+    # One byte per element holding the value's bits in its low bits, the rest zero (as ml_dtypes).
+    **{t: "uint8_t" for t in PrimitiveType if t.is_sub_byte_int or t.is_narrow_float},
 }
 
 _ARRAY_TYPES = [t for t in PrimitiveType if t.is_array_type]
@@ -506,8 +508,10 @@ def _header_source(name: str, library: Path, args: list[_Leaf], results: list[_L
         " * dense, with the element counts, sizes and types below, aligned at least to their",
         " * element size, and laid out as their shape's layout says: row-major (C order) unless",
         " * _LAYOUT gives another minor_to_major (e.g. {0,1}: column-major). pred is one byte per",
-        " * element (0 or 1), f16/bf16 are raw 16-bit patterns, c64/c128 are (real, imaginary)",
-        " * pairs of float/double. Results must not overlap the arguments.",
+        " * element (0 or 1), f16/bf16 are raw 16-bit patterns, s2/s4/u2/u4 and the f8/f4 types",
+        " * are one byte per element with the value's bits in its low bits (the rest zero, as",
+        " * ml_dtypes stores them), c64/c128 are (real, imaginary) pairs of float/double.",
+        " * Results must not overlap the arguments.",
         " *",
         " * Returns 0 on success, 1 if args, results or a pointer in them is NULL (an empty",
         *state,

@@ -511,7 +511,7 @@ def imag(x: np.ndarray) -> np.ndarray:
     """Imaginary part (c64 -> f32); +0 of the same type for real floats (seed 001 Imag)."""
     if kind_of(x.dtype) == "complex":
         return x.imag.copy()
-    return np.zeros(x.shape, dtype=x.dtype)
+    return _float_result(np.zeros(x.shape), x)  # f8e8m0fnu has no 0: its NaN
 
 
 # ---------------------------------------------------------------- binary ops
@@ -1030,7 +1030,7 @@ def _int_edges(name: str) -> list[int]:
     width = bit_width(name)
     rng = np.random.default_rng(width + (1000 if kind_of(name) == "uint" else 0))
     rand = [int(v) for v in rng.integers(int(info.min), int(info.max), size=4, endpoint=True,
-                                         dtype=np.int64 if width < 64 else DTYPES[name])]
+                                         dtype=np.int64 if name in _SUB_BYTE else DTYPES[name])]
     if kind_of(name) == "sint":
         fixed = [0, 1, -1, info.min, info.max, info.min + 1, info.max - 1, 2, -2, 7, -7, 100, -100]
     else:

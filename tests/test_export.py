@@ -432,3 +432,29 @@ def test_tuple_parameter_leaves_follow_their_layouts(tmp_path: Path) -> None:
     got = np.float32([float(v) for v in lines[2:-1]]).reshape(2, 3)
     np.testing.assert_array_equal(got, x + n)
     np.testing.assert_array_equal(got, exe((x, n)))
+
+
+@needs_cc
+def test_narrow_types_are_one_byte_per_element(tmp_path: Path) -> None:
+    # s4 and f8e4m3fn cross the C boundary as bytes holding the bits in their low bits.
+    import ml_dtypes
+
+    b = xm.XlaBuilder("narrow")
+    x = b.parameter(0, xm.Shape.array(xm.S4, (4,)))
+    y = b.parameter(1, xm.Shape.array(xm.F8E4M3FN, (4,)))
+    total = b.convert_element_type(x, F32) + b.convert_element_type(y, F32)
+    b.tuple([b.convert_element_type(total, xm.F8E4M3FN), b.convert_element_type(x * 3, xm.S4)])
+    exe = xm.compile(b.build())
+    xs = np.array([-8, -1, 3, 7], dtype=ml_dtypes.int4)
+    ys = np.array([0.5, -1.75, 448, 3.0], dtype=ml_dtypes.float8_e4m3fn)
+    want_sum, want_x3 = exe(xs, ys)
+    library = tmp_path / "libnarrow.so"
+    export_executable(exe, library)
+    header = library.with_suffix(".h").read_text()
+    assert "#define narrow_ARG0_CTYPE uint8_t" in header
+    assert '#define narrow_ARG1_DTYPE "f8e4m3fn"' in header
+    lines = _build_and_run(library, "narrow", [xs.view(np.uint8), ys.view(np.uint8)],
+                           [np.dtype(np.uint8), np.dtype(np.uint8)])
+    got = [int(float(v)) for v in lines[2:-1]]
+    assert got == [*want_sum.view(np.uint8).tolist(), *want_x3.view(np.uint8).tolist()]
+    assert want_x3.tolist() == [(v * 3 + 8) % 16 - 8 for v in (-8, -1, 3, 7)]  # wraps in 4 bits

@@ -60,6 +60,17 @@ def _boundaries(name: str) -> np.ndarray:
     return np.concatenate([finite, mids, *near, top, -top, specials])
 
 
+def _f32_boundaries(name: str) -> np.ndarray:
+    """As `_boundaries`, the neighbours of the ties taken in f32 (the f64 ones round back
+    onto the tie in f32)."""
+    x = _boundaries(name).astype(np.float32)
+    values = all_bits(xm.type_of(name)).astype(np.float32)
+    finite = np.unique(values[np.isfinite(values)])
+    mids = (finite[1:] + finite[:-1]) / np.float32(2)  # exact: a few significant bits
+    up, down = np.nextafter(mids, np.float32(np.inf)), np.nextafter(mids, np.float32(-np.inf))
+    return np.concatenate([x, up, down])
+
+
 def _f32_sweep() -> np.ndarray:
     """Every 4093rd f32 bit pattern (all exponents, both signs, NaNs, subnormals)."""
     return np.arange(0, 1 << 32, 4093, dtype=np.uint64).astype(np.uint32).view(np.float32)
@@ -100,7 +111,7 @@ def test_narrow_to_ints_truncates_and_saturates(name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_encode_f32_around_every_boundary(name: str) -> None:
-    x = np.concatenate([_boundaries(name).astype(np.float32), _f32_sweep()])
+    x = np.concatenate([_f32_boundaries(name), _f32_sweep()])
     out = _convert(x, name)
     _same_bits(out, ref.convert(x, name), x, f"f32 -> {name}")
     # ml_dtypes converts f32 as XLA does, but for NaN -> f4e2m1fn (XLA: -0 for every NaN).
@@ -151,7 +162,7 @@ EXACT_BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divi
                 "max": "maximum", "min": "minimum"}
 EXACT_UNARY = {"abs": "abs", "neg": "negate", "sign": "sign", "floor": "floor", "ceil": "ceil",
                "round_nearest_afz": "round_nearest_afz", "round_nearest_even": "round_nearest_even",
-               "sqrt": "sqrt", "is_finite": "is_finite"}
+               "sqrt": "sqrt", "is_finite": "is_finite", "real": "real", "imag": "imag"}
 
 
 def _pairs(name: str, limit: int = 1 << 12) -> tuple[np.ndarray, np.ndarray]:
@@ -257,7 +268,7 @@ def test_reference_conversions_agree_with_xla(name: str) -> None:
     jax.config.update("jax_enable_x64", True)
     dt = xm.dtype_of(xm.type_of(name))
     xla = jax.jit(lambda a: jax.lax.convert_element_type(a, dt), static_argnums=())
-    for x in (np.concatenate([_boundaries(name).astype(np.float32), _f32_sweep()]), _boundaries(name),
+    for x in (np.concatenate([_f32_boundaries(name), _f32_sweep()]), _boundaries(name),
               np.arange(1 << 16, dtype=np.uint16).view(np.float16),
               np.arange(1 << 16, dtype=np.uint16).view(ml_dtypes.bfloat16),
               ref.values("s64", 300, seed=9)):

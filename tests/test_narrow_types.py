@@ -104,3 +104,61 @@ def ref_total_order(row: np.ndarray) -> np.ndarray:
     if xm.type_of(row.dtype).is_floating:
         return ref._total_order_key(row)
     return row.astype(np.int64)
+
+
+_OTHER_OPS = {
+    "concat": lambda b, p, one, zero: b.concat_in_dim([p, p], 3),
+    "reduce_window": lambda b, p, one, zero: b.reduce_window(p, b.constant(zero), lambda a, v: a + v,
+                                                             (1, 1, 2, 2), (1, 1, 1, 1)),
+    "conv": lambda b, p, one, zero: b.conv(p, b.constant(np.broadcast_to(one, (1, 1, 2, 2)).copy()),
+                                           (1, 1), "VALID"),
+    "reduce": lambda b, p, one, zero: b.reduce(p, b.constant(zero), lambda a, v: a + v, [3]),
+    "pad": lambda b, p, one, zero: b.pad(p, b.constant(one), [(0, 0, 0), (0, 0, 0), (1, 0, 1), (0, 2, 0)]),
+    "transpose_add": lambda b, p, one, zero: b.transpose(p, (0, 1, 3, 2)) + b.transpose(p, (0, 1, 3, 2)),
+}
+
+
+@pytest.mark.parametrize("t", NARROW, ids=str)
+@pytest.mark.parametrize("op", _OTHER_OPS)
+def test_other_ops_match_the_reference(t: xm.PrimitiveType, op: str) -> None:
+    dtype = xm.dtype_of(t)
+    if t.is_floating:
+        x = np.arange(1, 13, dtype=np.float32).reshape(1, 1, 3, 4).astype(dtype)
+    else:
+        x = (np.arange(12).reshape(1, 1, 3, 4) % 3).astype(dtype)
+    one = np.array(1, dtype)
+    zero = np.array(1 if t == P.F8E8M0FNU else 0, dtype)  # e8m0 has no 0
+    b = xm.XlaBuilder("t")
+    p = b.parameter(0, xm.Shape.array(t, x.shape))
+    comp = b.build(_OTHER_OPS[op](b, p, one, zero))
+    out = compile_checked(comp)(x)
+    expected = np.asarray(ref.evaluate(comp, [x]))
+    np.testing.assert_array_equal(out.astype(np.float64), expected.astype(np.float64))
+
+
+@pytest.mark.parametrize("t", NARROW, ids=str)
+def test_long_reductions_use_identities_the_type_has(t: xm.PrimitiveType) -> None:
+    # 4096 elements: the lane-split reduction pads lanes with the combiner's identity; -inf
+    # is NaN in a type without inf, and f8e8m0fnu has no 0 at all.
+    dtype = xm.dtype_of(t)
+    if t == P.F8E8M0FNU:
+        x, init = np.full(4096, 2.0 ** -20, np.float32).astype(dtype), np.array(2.0 ** -20, np.float32)
+    else:
+        x, init = np.zeros(4096, np.float32), np.array(0, np.float32)
+        x[::512] = 1
+    x, init = x.astype(dtype), init.astype(dtype)
+    b = xm.XlaBuilder("r")
+    p = b.parameter(0, xm.Shape.array(t, x.shape))
+    top = b.constant(np.array(x.max(), dtype))
+    comp = b.build(b.tuple([b.reduce(p, b.constant(init), lambda a, v: a + v, [0]),
+                            b.reduce(p, b.constant(init), lambda a, v: a.builder.max(a, v), [0]),
+                            b.reduce(p, top, lambda a, v: a.builder.min(a, v), [0])]))
+    total, largest, smallest = compile_checked(comp)(x)
+    assert float(largest) == float(x.max()) and float(smallest) == float(x.min())
+    if t == P.F8E8M0FNU:
+        assert float(total) == 2.0 ** -18  # 2^-19 + 2^-20 ties up to 2^-18, where it stays
+    elif t.is_floating:
+        exact = 8.0
+        assert float(total) == float(np.array(exact, np.float32).astype(dtype)) or t == P.F4E2M1FN
+    else:
+        assert int(total) == int(np.array(8).astype(dtype))

@@ -12,11 +12,10 @@ Steps:
 3. Convolve `P` with the kernel into a zero-filled accumulator:
    - a 2-D f32-accumulated convolution without groups or lhs dilation, large
      enough for the "tiled" stage's schedule, in any other layout, with strides
-     or with kernel dilations (not both along one dimension): `_nhwc` (step 3a')
-     makes it stride-1 undilated `conv_2d_nhwc_hwcf`s (the scheduled form) on an
-     NHWC copy of lhs, one per phase (`_phases`), and transposes the result
-     back (lowering/ops/transpose_tiles.py); it pads per phase itself, so this
-     path starts from lhs rather than P;
+     and/or kernel dilations: `_nhwc` (step 3a') makes it one `conv_2d_nhwc_hwcf`
+     with those strides and dilations (the scheduled form) on a padded NHWC copy
+     of lhs, and transposes the result back (lowering/ops/transpose_tiles.py); it
+     pads the NHWC copy itself, so this path starts from lhs rather than P;
    - a named op where the layouts fit and every stride is 1:
      `conv_{1,2,3}d_n..c_..cf` / `conv_2d_nhwc_fhwc` / `conv_{1,2,3}d_nc.._fc..`
      without groups; `depthwise_conv_*` (channel multiplier and plain forms);
@@ -374,152 +373,68 @@ def _named(c: _Conv, padded: ir.Value, rhs: ir.Value, t: PrimitiveType) -> ir.Va
     return None
 
 
-# -- step 3a': big 2-D f32 convolutions as stride-1 NHWC/HWIO convolutions -------------------------
+# -- step 3a': big 2-D f32 convolutions as NHWC/HWIO convolutions -------------------------
 
 # The flops from which the "tiled" stage schedules a conv_2d_nhwc_hwcf (its MIN_FLOPS,
 # lowering/passes/schedules.py, which ops/ may not import): below, the relayout costs more
-# than it saves and each phase's convolution would add compile time.
+# than it saves.
 SCHEDULED_MIN_FLOPS = 2 * 64**3
 
 
-def _phase_range(start: int, count: int, stride: int, low: int, size: int) -> tuple[int, int]:
-    """(first, number) of the positions q in [0, count) whose lhs row `start + stride * q -
-    low` lies in [0, size): the rows a phase reads from lhs, the others being padding."""
-    first = max(0, -((start - low) // stride))  # ceil((low - start) / stride), at least 0
-    last = min(count - 1, (size - 1 + low - start) // stride)
-    return first, max(0, last - first + 1)
-
-
-@dataclass(frozen=True)
-class _Phase:
-    """One phase along one spatial dimension: the kernel taps `tap_start + tap_step * w`
-    (w < taps) applied to the padded input's rows `in_start + in_step * i`, giving the
-    output rows `out_start + out_step * y'` (y' < out_count)."""
-
-    tap_start: int
-    tap_step: int
-    taps: int
-    in_start: int
-    in_step: int
-    out_start: int
-    out_step: int
-    out_count: int
-
-
-def _phases(window: int, stride: int, dilation: int, out_size: int) -> list[_Phase] | None:
-    """The phases of one spatial dimension, or None (both a stride and a dilation).
-
-    Output row y reads P[y * stride + w * dilation]. A stride splits the taps: taps
-    w = p, p + s, ... read rows p + s * (y + j), a stride-1 window over those rows; the
-    phases' results are added. A dilation splits the outputs: rows y = p + d * y' read
-    P[p + d * (y' + w)], a stride-1 window of the whole kernel over rows p + d * i; each
-    output row comes from one phase."""
-    if stride > 1 and dilation > 1:
-        return None
-    if stride > 1:
-        return [_Phase(p, stride, -(-(window - p) // stride), p, stride, 0, 1, out_size)
-                for p in range(min(stride, window))]
-    if dilation > 1:
-        return [_Phase(0, 1, window, p, dilation, p, dilation, -(-(out_size - p) // dilation))
-                for p in range(min(dilation, out_size))]
-    return [_Phase(0, 1, window, 0, 1, 0, 1, out_size)]
+def _pad_nhwc(x: ir.Value, dims: list[int], padding: Sequence[tuple[int, int]],
+              t: PrimitiveType) -> ir.Value:
+    """x (NHWC) padded with zeros (low, high) along H and W, as `_padded_input` does: a
+    copy into a constant zero block (the "tiled" stage makes the block a vectorized fill),
+    then a crop for negative padding."""
+    full = [dims[0], *(max(low, 0) + dims[1 + k] + max(high, 0) for k, (low, high) in enumerate(padding)),
+            dims[3]]
+    result = x
+    if full != dims:
+        offsets = [0, *(max(low, 0) for low, _ in padding), 0]
+        result = tensor.InsertSliceOp(x, _zero_block(full, t), [], [], [], offsets, dims, [1] * 4).result
+    padded = [dims[0], *(low + dims[1 + k] + high for k, (low, high) in enumerate(padding)), dims[3]]
+    if padded != full:
+        offsets = [0, *(max(-low, 0) for low, _ in padding), 0]
+        result = tensor.ExtractSliceOp(_tensor_type(padded, t), result, [], [], [], offsets, padded,
+                                       [1] * 4).result
+    return result
 
 
 def _nhwc(c: _Conv, lhs: ir.Value, rhs: ir.Value, t: PrimitiveType) -> ir.Value | None:
-    """The convolution as stride-1 undilated `conv_2d_nhwc_hwcf`s, the form the "tiled"
-    stage schedules (register-tiled and vectorized); None when it does not apply.
+    """The convolution as one `conv_2d_nhwc_hwcf` with its strides and kernel dilations,
+    the form the "tiled" stage schedules (register-tiled and vectorized); None when it
+    does not apply.
 
     Other layouts are transposed to NHWC/HWIO and the result back (copies of the operands,
-    small next to the convolution's work). Strides and kernel dilations split each
-    spatial dimension into phases (`_phases`); a phase of both dimensions convolves the
-    rows and columns it reads (a strided copy of lhs, padded with zeros where P is
-    padding) with its kernel taps. Phases of the same output rows and columns are added
-    in order, which sums exactly the products the window sums (no zero tap is added:
-    0 * inf would be NaN); the sums are placed at their output rows and columns.
+    small next to the convolution's work; measured, the NHWC kernel on a transposed copy
+    beats the generic in place). The schedule reads strided and dilated windows itself,
+    so there is one convolution whatever the strides (it was one per stride phase: as
+    fast, at several times the compile time).
     """
     if (t != P.F32 or c.n != 2 or c.groups != 1 or c.batch_groups != 1
             or c.lhs_dilation != (1, 1)):
         return None
-    strides = [c.stride(k) for k in range(2)]
-    if (c.lhs_layout == c.out_layout == "N01C" and c.rhs_layout == "01IO" and strides == [1, 1]
-            and c.rhs_dilation == (1, 1)):
-        return None  # the named path is this form already
     d = c.d
+    window = [c.rhs.dimensions[dim] for dim in d.kernel_spatial_dimensions]
+    strides = [c.stride(k) for k in range(2)]
+    dilations = [c.rhs_dilation[k] if window[k] > 1 else 1 for k in range(2)]
+    if (c.lhs_layout == c.out_layout == "N01C" and c.rhs_layout == "01IO" and strides == [1, 1]
+            and dilations == [1, 1]):
+        return None  # the named path is this form already
     n, features = c.lhs.dimensions[d.input_batch_dimension], c.lhs.dimensions[d.input_feature_dimension]
     kernel_out = c.rhs.dimensions[d.kernel_output_feature_dimension]
-    window = [c.rhs.dimensions[dim] for dim in d.kernel_spatial_dimensions]
-    size = [c.lhs.dimensions[dim] for dim in d.input_spatial_dimensions]
     out_size = [c.out.dimensions[dim] for dim in d.output_spatial_dimensions]
-    dilations = [c.rhs_dilation[k] if window[k] > 1 else 1 for k in range(2)]
-    per_dim = [_phases(window[k], strides[k], dilations[k], out_size[k]) for k in range(2)]
-    if per_dim[0] is None or per_dim[1] is None:
+    flops = 2 * n * kernel_out * features * out_size[0] * out_size[1] * window[0] * window[1]
+    if flops < SCHEDULED_MIN_FLOPS:
         return None
-    phases = [(a, b) for a in per_dim[0] for b in per_dim[1]]
-    # Every phase large enough to be scheduled.
-    if any(2 * n * kernel_out * features * a.out_count * b.out_count * a.taps * b.taps
-           < SCHEDULED_MIN_FLOPS for a, b in phases):
-        return None
+    x_dims = [c.lhs.dimensions[dim] for dim in (d.input_batch_dimension, *d.input_spatial_dimensions,
+                                                  d.input_feature_dimension)]
     x = _relayout(lhs, c.lhs.dimensions, [c.lhs_layout.index(ch) for ch in "N01C"])
-    kernel = _kernel_as(rhs, c, "01IO")
-    k_dims = _dims_as(c, "01IO")
-    parts: dict[tuple[int, ...], list[ir.Value]] = {}  # output slice -> its phases' results
-    for phase in phases:
-        rows = [ph.out_count + ph.taps - 1 for ph in phase]
-        q_dims = [n, *rows, features]
-        ranges = [_phase_range(ph.in_start, rows[k], ph.in_step, c.padding[k][0], size[k])
-                  for k, ph in enumerate(phase)]
-        offsets = [0, *(ph.in_start + ph.in_step * ranges[k][0] - c.padding[k][0]
-                        for k, ph in enumerate(phase)), 0]
-        counts = [n, ranges[0][1], ranges[1][1], features]
-        steps = [1, phase[0].in_step, phase[1].in_step, 1]
-        if counts == q_dims:  # no padding read: a view of x
-            q = tensor.ExtractSliceOp(_tensor_type(q_dims, t), x, [], [], [], offsets, q_dims, steps).result
-            if steps != [1, 1, 1, 1]:
-                # Copied: the scheduled convolution reading a strided view took ~1.7x
-                # the JIT time (and a contiguous input is read faster).
-                empty = tensor.EmptyOp(q_dims, _tensor_type(q_dims, t).element_type).result
-                q = _value(linalg.copy(q, outs=[empty]))
-        else:
-            q = _zero_block(q_dims, t)
-            if min(counts) > 0:
-                rows_read = tensor.ExtractSliceOp(_tensor_type(counts, t), x, [], [], [], offsets,
-                                                  counts, steps).result
-                q = tensor.InsertSliceOp(rows_read, q, [], [], [], [0, ranges[0][0], ranges[1][0], 0],
-                                         counts, [1, 1, 1, 1]).result
-        taps_dims = [phase[0].taps, phase[1].taps, k_dims[2], k_dims[3]]
-        k = tensor.ExtractSliceOp(_tensor_type(taps_dims, t), kernel, [], [], [],
-                                  [phase[0].tap_start, phase[1].tap_start, 0, 0], taps_dims,
-                                  [phase[0].tap_step, phase[1].tap_step, 1, 1]).result
-        part_dims = [n, phase[0].out_count, phase[1].out_count, kernel_out]
-        key = tuple(v for ph in phase for v in (ph.out_start, ph.out_step, ph.out_count))
-        parts.setdefault(key, []).append(_value(linalg.conv_2d_nhwc_hwcf(
-            q, k, outs=[_zeros(part_dims, t)], strides=[1, 1], dilations=[1, 1])))
-    sums = {key: ps[0] if len(ps) == 1 else _sum(ps, [n, key[2], key[5], kernel_out], t)
-            for key, ps in parts.items()}
+    padded = _pad_nhwc(x, x_dims, c.padding, t)
     out_dims = [n, *out_size, kernel_out]
-    if len(sums) == 1:
-        total = next(iter(sums.values()))
-    else:  # each output row and column in one slice: placed into an uninitialised tensor
-        total = tensor.EmptyOp(out_dims, _tensor_type(out_dims, t).element_type).result
-        for (y0, ys, yn, x0, xs, xn), part in sums.items():
-            total = tensor.InsertSliceOp(part, total, [], [], [], [0, y0, x0, 0],
-                                         [n, yn, xn, kernel_out], [1, ys, xs, 1]).result
+    total = _value(linalg.conv_2d_nhwc_hwcf(padded, _kernel_as(rhs, c, "01IO"), outs=[_zeros(out_dims, t)],
+                                            strides=strides, dilations=dilations))
     return _relayout(total, out_dims, ["N01C".index(ch) for ch in c.out_layout])
-
-
-def _sum(parts: list[ir.Value], dims: list[int], t: PrimitiveType) -> ir.Value:
-    """The elementwise sum of `parts`, added in order."""
-    rank = len(dims)
-    identity = ir.AffineMap.get_identity(rank)
-    init = tensor.EmptyOp(list(dims), _tensor_type(dims, t).element_type).result
-    op = linalg.GenericOp_(parts, [init], [identity] * (len(parts) + 1), ["parallel"] * rank)
-    block = op.regions[0].blocks[0]
-    with ir.InsertionPoint(block):
-        total = block.arguments[0]
-        for part in block.arguments[1:len(parts)]:
-            total = arith.addf(total, part)
-        linalg.YieldOp([total])
-    return op.results[0]
 
 
 def _relayout(value: ir.Value, dims: Sequence[int], permutation: Sequence[int]) -> ir.Value:

@@ -42,10 +42,11 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 
+import ml_dtypes
 from mlir import ir
 from mlir.dialects import arith, linalg, scf, tensor
 
-from ...dialect.element_types import PrimitiveType
+from ...dialect.element_types import PrimitiveType, dtype_of
 from ...dialect.ops_reduce import dilated
 from ..patterns.computations import apply_computation, current_library
 from ..patterns.framework import OpView, lowers
@@ -139,6 +140,11 @@ def _identity(combiner: str, t: PrimitiveType) -> ir.Value | None:
                  "minimum": math.inf}.get(combiner, math.nan)
         if math.isnan(value):
             return None  # bitwise ops do not apply to floats
+        if t.is_narrow_float and not t.float_format.has_inf and math.isinf(value):
+            # No inf (it would round to NaN): the lowest (largest) finite value does the same.
+            value = float(ml_dtypes.finfo(dtype_of(t)).min if value < 0 else ml_dtypes.finfo(dtype_of(t)).max)
+        if t == PrimitiveType.F8E8M0FNU and combiner == "add":
+            return None  # no zero: nothing added changes no sum
     else:
         unsigned = t.is_unsigned_int
         value = {"add": 0, "multiply": 1, "and": -1, "or": 0, "xor": 0,

@@ -36,6 +36,7 @@ from mlir.dialects import arith, scf, tensor, vector
 
 from ...dialect.element_types import PrimitiveType
 from ..patterns.computations import current_library
+from ..scalar.arithmetic import float_extremum
 
 P = PrimitiveType
 F = arith.CmpFPredicate
@@ -44,7 +45,6 @@ MAX_UNROLLED_CELLS = 64  # windows up to this many cells are unrolled (pooling: 
 _TYPES = frozenset({P.F32, P.F64, P.S8, P.S16, P.S32, P.S64, P.U8, P.U16, P.U32, P.U64})
 _COMBINERS = ("add", "multiply", "maximum", "minimum")
 DYNAMIC = -(2 ** 63)
-_QUIET_BIT = {P.F32: 1 << 22, P.F64: 1 << 51}  # the mantissa's top bit
 
 
 def _combiner(symbol: str) -> tuple[str, bool] | None:
@@ -93,22 +93,8 @@ def _combine(name: str, t: PrimitiveType, x: ir.Value, y: ir.Value) -> ir.Value:
         if name == "maximum":
             return arith.maxsi(x, y) if signed else arith.maxui(x, y)
         return arith.minsi(x, y) if signed else arith.minui(x, y)
-    # Equal values: and/or of the bits picks +0 for max, -0 for min (LLVM's vector maximum
-    # gave -0.0 for max(+0.0, -0.0)). A NaN propagates: the first NaN operand, quieted. The
-    # scalar emitter spells that x + y, whose NaN operand LLVM may swap (commuting the
-    # add): in this vector form it did, so the NaN is chosen by a select and quieted by
-    # setting its quiet bit, the same bits on every target.
-    wins, join = (F.OGT, arith.andi) if name == "maximum" else (F.OLT, arith.ori)
-    shape = ir.VectorType(x.type).shape
-    bits = ir.VectorType.get(shape, ir.IntegerType.get_signless(t.bit_width))
-    equal_case = arith.bitcast(x.type, join(arith.bitcast(bits, x), arith.bitcast(bits, y)))
-    ordered = arith.select(arith.cmpf(wins, x, y), x,
-                           arith.select(arith.cmpf(F.OEQ, x, y), equal_case, y))
-    first_nan = arith.select(arith.cmpf(F.UNO, x, x), x, y)
-    quiet_bit = arith.constant(bits, ir.DenseElementsAttr.get_splat(
-        bits, ir.IntegerAttr.get(bits.element_type, _QUIET_BIT[t])))
-    quiet = arith.bitcast(x.type, arith.ori(arith.bitcast(bits, first_nan), quiet_bit))
-    return arith.select(arith.cmpf(F.UNO, x, y), quiet, ordered)
+    # The scalar emitters' definition, which works on vectors too (one rule for NaN bits).
+    return float_extremum(t, x, y, maximum=name == "maximum")
 
 
 def _index(value: int) -> ir.Value:

@@ -51,7 +51,7 @@ the parallel loop takes a run of batch elements per core, each computed as one t
 one element per tile and the rest of the cores split each product as above
 (`_batch_split`). No epilogue is fused into a batched product.
 
-Convolution `linalg.conv_2d_nhwc_hwcf` (stride 1, no dilation: the lowering has
+Convolution `linalg.conv_2d_nhwc_hwcf` (any strides and dilations; the lowering has
 padded the input already): split across cores by batch (or rows), tiled to one
 output row x OWR pixels x F-tile of NR channels x one kernel tap x one input
 channel, decomposed into 1-D convolutions (`transform.structured.decompose`) and
@@ -63,7 +63,9 @@ static too and vectorize on shorter vectors.
 The tiles: `Params.for_target(cpu)` (8 x 32 with AVX-512, 6 x 16 else; "host" reads
 /proc/cpuinfo, which is what the default pipeline uses, `PARAMS`). Any MR and NR work,
 for any N and F. Anything else (other types, dynamic or small shapes, batch dimensions
-that do not lead, other conv layouts) keeps the generic path.
+that do not lead, other conv layouts) keeps the generic path. A matmul that the "fused"
+stage split into several M, N, K or batch loops around a reshape (an MLP's flatten) is
+first rebuilt with one loop each (split_contractions.py), so it is scheduled too.
 Imports `dialect`.
 """
 
@@ -81,6 +83,7 @@ from mlir.dialects.transform import interpreter
 from ...dialect.errors import ArgumentError
 from .lane_schedules import schedule_lanes
 from .register_tiles import rows_as_slices
+from .split_contractions import collapse_split_contractions
 
 TAG = "xlamlir.schedule"  # marks the ops a script handles, by index
 ANY = "!transform.any_op"
@@ -649,8 +652,10 @@ def _conv_plan(conv: Any, p: Params) -> tuple[int, ...] | None:
     """(N, OH, OW, F, KH, KW, C) of a conv_2d_nhwc_hwcf the schedule handles, else None."""
     if conv.name != "linalg.conv_2d_nhwc_hwcf" or not all(_static_f32(v) for v in conv.operands):
         return None
-    if _attr_ints(conv, "strides") != [1, 1] or _attr_ints(conv, "dilations") != [1, 1]:
-        return None
+    # Strides and dilations need nothing of their own: tiled to one output row, a tile's
+    # input window is a slice reaching (OWR - 1) * stride + (KW - 1) * dilation + 1 columns
+    # past its first, and the 1-D convolution the decomposition leaves keeps both
+    # attributes (the vectorizer reads one pixel's channels per output column when strided).
     fill = conv.operands[2].owner
     if isinstance(fill, ir.Block) or fill.name != "linalg.fill":
         return None
@@ -840,6 +845,9 @@ def scheduler(params: Params) -> Callable[[Any, Any], None]:
 
 
 def _schedule(op: Any, p: Params) -> None:
+    # Matmuls that the "fused" stage expanded around a reshape, one loop per role again.
+    with op.context, ir.Location.unknown():
+        collapse_split_contractions(op)
     found = _candidates(op, p)
     _last_script[0] = ""
     if found:

@@ -96,6 +96,11 @@ PARALLEL_MIN_WORK = 1 << 18
 THREADS = max(1, min(os.cpu_count() or 1, 8))
 
 _VECTORIZABLE_BODY = ("arith.", "math.")
+# The iteration indices and affine functions of them (a mask `iota < size` fused into a
+# reduction, issue #17): linalg's vectorizer turns linalg.index into vector.step along the
+# innermost tile (a broadcast elsewhere), and expands affine.apply into arith ops first.
+# Tiling rewrites linalg.index i as affine.apply(index + tile offset), so both must pass.
+_INDEX_OPS = frozenset({"linalg.index", "affine.apply"})
 _ELEMENT_TYPES = ("f32", "f64", "i32", "i64", "i16", "i8", "f16", "bf16")
 _MAP = re.compile(r"affine_map<\(([^)]*)\)\s*->\s*\(([^)]*)\)>")
 
@@ -147,6 +152,8 @@ def _body_ok(op: Any) -> tuple[bool, int]:
         name = inner.operation.name
         if name == "linalg.yield":
             continue
+        if name in _INDEX_OPS:
+            continue  # address arithmetic, not work per element
         if not name.startswith(_VECTORIZABLE_BODY):
             return False, 0
         count += 1

@@ -304,16 +304,59 @@ def minimum(e: Elem, x: ir.Value, y: ir.Value) -> ir.Value:
 
 
 def _float_extremum(e: Elem, x: ir.Value, y: ir.Value, wins: F, join_zeros: Callable) -> ir.Value:
-    """max/min propagating NaN with -0 < +0, spelled out: LLVM's vectorized
-    maximum/minimum returned -0.0 for max(+0.0, -0.0) on this machine."""
-    int_type = ir.IntegerType.get_signless(e.bits)
+    return float_extremum(e.t, x, y, maximum=wins == F.OGT)
+
+
+def quiet_bit(t: PrimitiveType) -> int:
+    """The bit that makes a NaN of `t` quiet (the mantissa's top bit), 0 where the type's
+    NaNs are all one pattern already (FN: all ones; FNUZ, f8e8m0fnu) or it has none."""
+    fmt = t.float_format
+    return 1 << (fmt.mantissa_bits - 1) if fmt.nan == "ieee" else 0
+
+
+def _int_like(value: ir.Value, bits: int) -> ir.Type:
+    """The signless integer type of `value`'s shape (scalar or vector) for bit casts."""
+    int_type = ir.IntegerType.get_signless(bits)
+    if isinstance(value.type, ir.VectorType):
+        return ir.VectorType.get(ir.VectorType(value.type).shape, int_type)
+    return int_type
+
+
+def _int_splat(int_type: ir.Type, value: int) -> ir.Value:
+    if isinstance(int_type, ir.VectorType):
+        element = ir.IntegerAttr.get(ir.VectorType(int_type).element_type, value)
+        return arith.constant(int_type, ir.DenseElementsAttr.get_splat(int_type, element))
+    return arith.constant(int_type, value)
+
+
+def float_extremum(t: PrimitiveType, x: ir.Value, y: ir.Value, *, maximum: bool) -> ir.Value:
+    """max (or min) of floats `x`, `y` (scalars or vectors of `t`), the same bits on every
+    target and in every code shape (docs/numerics.md, "NaN bits"):
+
+    - -0 < +0 (LLVM's vectorized maximum gave -0.0 for max(+0.0, -0.0));
+    - a NaN operand gives the *first* NaN operand (x if it is NaN, else y) with its quiet
+      bit set, sign and payload kept. Chosen by selects, never by an arith op on both
+      NaNs (`x + y`, `maximumf`): LLVM may commute those, and then the NaN depends on the
+      register allocation (in vector code max(NaN 1, NaN 0) returned the second).
+    """
+    int_type = _int_like(x, t.bit_width)
+    wins, join_zeros = (F.OGT, arith.andi) if maximum else (F.OLT, arith.ori)
+    # The float values only compare; the result is selected among their bits. (LLVM keeps
+    # f16/bf16 values in f32 registers, and rounding a select of those back to bf16 on
+    # x86-64-v2 replaced a NaN by the canonical one.)
+    xi, yi = arith.bitcast(int_type, x), arith.bitcast(int_type, y)
     # Equal values: the bits are equal too, except for +-0, where and/or of the
     # bits picks +0 (max) or -0 (min).
-    equal_case = arith.bitcast(e.type, join_zeros(arith.bitcast(int_type, x),
-                                                   arith.bitcast(int_type, y)))
-    ordered = arith.select(arith.cmpf(wins, x, y), x,
-                           arith.select(arith.cmpf(F.OEQ, x, y), equal_case, y))
-    return arith.select(arith.cmpf(F.UNO, x, y), arith.addf(x, y), ordered)
+    ordered = arith.select(arith.cmpf(wins, x, y), xi,
+                           arith.select(arith.cmpf(F.OEQ, x, y), join_zeros(xi, yi), yi))
+    # Ordered comparisons are false on a NaN, so `ordered` is y whenever either is NaN:
+    # selecting x where x is NaN then leaves exactly the first NaN.
+    first_nan = arith.select(arith.cmpf(F.UNO, x, x), xi, ordered)
+    bit = quiet_bit(t)
+    if bit:
+        quiet = arith.ori(first_nan, _int_splat(int_type, bit))
+        first_nan = arith.select(arith.cmpf(F.UNO, x, y), quiet, first_nan)
+    return arith.bitcast(x.type, first_nan)
 
 
 def power(e: Elem, x: ir.Value, y: ir.Value) -> ir.Value:
