@@ -3,9 +3,10 @@
 Each path has a size threshold below which the differential fuzzer's small programs never
 reach it, so the shapes here are chosen to take it (and a few to sit just beside it):
 
-- convolution as stride/dilation phases of NHWC convolutions (lowering/ops/convolution.py,
-  `_nhwc`), checked against `direct_conv` below (a loop over the kernel taps in float64,
-  written from the spec, not from the library or tests/reference.py);
+- strided and dilated convolutions as one scheduled NHWC convolution on a relaid-out,
+  padded copy (lowering/ops/convolution.py, `_nhwc`), checked against `direct_conv`
+  below (a loop over the kernel taps in float64, written from the spec, not from the
+  library or tests/reference.py);
 - reduce_window pooling as vector loops (lowering/ops/window_vectors.py), with NaN, -0.0
   and infinities in the input;
 - transposes by tiles (lowering/ops/transpose_tiles.py): every permutation of rank 2..4;
@@ -92,7 +93,7 @@ def direct_conv(lhs, rhs, strides, pads, lhs_dil, rhs_dil, lp, kp, op_, fg=1, bg
 
 
 # (dtype, batch, in features, out features, spatial, kernel, strides, padding, rhs dilation,
-#  lhs layout, kernel layout, out layout, phases expected)
+#  lhs layout, kernel layout, out layout, NHWC convolution expected)
 CONVS = [
     # 3x3/2, the ResNet downsampling form
     (np.float32, 1, 32, 32, (32, 32), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), NHWC, HWIO, NHWC, True),
@@ -104,14 +105,22 @@ CONVS = [
     (np.float32, 1, 32, 32, (50, 18), (2, 3), (3, 1), ((0, 0), (0, 0)), (1, 1), NHWC, HWIO, NCHW, True),
     # kernel dilations, cropping (negative) padding, mixed layouts
     (np.float32, 1, 32, 32, (24, 25), (3, 3), (1, 1), ((-1, 2), (2, -1)), (2, 3), NCHW, HWIO, NHWC, True),
-    # more dilation phases than output rows
+    # a dilation larger than the output rows
     (np.float32, 1, 64, 64, (16, 18), (3, 3), (1, 1), ((0, 0), (0, 0)), (6, 1), NHWC, HWIO, NHWC, True),
     # a stride along one dimension, a dilation along the other; kernel HWCN-like order
     (np.float32, 1, 32, 32, (33, 20), (3, 2), (2, 1), ((1, 0), (0, 1)), (1, 2), NCHW, HWCN, NCHW, True),
     # f16 operands accumulate in f32 (small integers: the f16 result is exact)
     (np.float16, 1, 32, 32, (32, 32), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), NHWC, HWIO, NHWC, None),
-    # both a stride and a dilation along one dimension: the generic, same answer
-    (np.float32, 1, 32, 32, (30, 30), (3, 3), (2, 1), ((1, 1), (1, 1)), (2, 1), NHWC, HWIO, NHWC, False),
+    # both a stride and a dilation along one dimension
+    (np.float32, 1, 32, 32, (30, 30), (3, 3), (2, 1), ((1, 1), (1, 1)), (2, 1), NHWC, HWIO, NHWC, True),
+    # stride 3 and dilation 2 on both, padding wider than the window, cropping, out NCHW
+    (np.float32, 1, 16, 16, (40, 40), (3, 3), (3, 3), ((5, 4), (0, -2)), (2, 2), NHWC, HWIO, NCHW, True),
+    # three images, 3 in and 5 out features (no vector multiple), channels first
+    (np.float32, 3, 3, 5, (91, 45), (3, 3), (2, 1), ((1, 1), (0, 0)), (1, 1), NCHW, OIHW, NCHW, True),
+    # one output row (its stride is moot), a dilated window along the columns
+    (np.float32, 2, 32, 32, (3, 40), (3, 3), (2, 1), ((0, 0), (1, 1)), (1, 2), NHWC, HWIO, NHWC, True),
+    # below the scheduling threshold: the generic
+    (np.float32, 1, 8, 8, (9, 9), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), NCHW, OIHW, NCHW, False),
 ]
 
 
@@ -123,8 +132,8 @@ def _layout_dims(positions, sizes) -> list[int]:
 
 
 @pytest.mark.parametrize("case", range(len(CONVS)))
-def test_convolution_phases_match_direct(case):
-    dtype, n, cin, cout, spatial, kernel, strides, pads, rdil, lp, kp, op_, phased = CONVS[case]
+def test_strided_convolution_matches_direct(case):
+    dtype, n, cin, cout, spatial, kernel, strides, pads, rdil, lp, kp, op_, nhwc = CONVS[case]
     rng = np.random.default_rng(case)
     lhs = rng.integers(-2, 3, _layout_dims(lp, (n, cin, *spatial))).astype(dtype)
     rhs = rng.integers(-2, 3, _layout_dims(kp, (cout, cin, *kernel))).astype(dtype)
@@ -137,13 +146,13 @@ def test_convolution_phases_match_direct(case):
     want = direct_conv(lhs, rhs, strides, pads, (1, 1), rdil, lp, kp, op_)
     assert got.dtype == dtype and got.shape == want.shape
     np.testing.assert_array_equal(got.astype(np.float64), want)
-    if phased is not None:
-        assert ("conv_2d_nhwc_hwcf" in exe.stages["linalg"]) == phased
+    if nhwc is not None:
+        assert ("conv_2d_nhwc_hwcf" in exe.stages["linalg"]) == nhwc
 
 
 def test_direct_conv_agrees_with_reference_on_groups_and_lhs_dilation():
     """The test's own oracle against tests/reference.py where they overlap, with the
-    options the phase path refuses (feature and batch groups, lhs dilation)."""
+    options the NHWC path refuses (feature and batch groups, lhs dilation)."""
     rng = np.random.default_rng(7)
     b = xm.XlaBuilder("conv")
     lhs = rng.integers(-3, 4, (4, 5, 6, 4)).astype(np.float32)  # NHWC, 4 features
