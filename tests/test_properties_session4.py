@@ -411,3 +411,48 @@ def test_dynamic_dimension_reductions_and_dots_ignore_the_padding():
         np.testing.assert_array_equal(got[3], valid @ z[:k])
         assert float(got[4]) == 2 * valid.sum()
         np.testing.assert_array_equal(np.asarray(got[5])[:k], valid.sum(0))
+
+
+# -- dot algorithms ----------------------------------------------------------------------------------
+
+# Largest error of each preset on f32 operands, relative to sum |x| |y|: one bf16 (tf32)
+# rounding or truncation of each operand, or the parts the split presets leave out.
+ALGORITHM_ERRORS = {"BF16_BF16_F32": 2.0**-7, "BF16_BF16_F32_X3": 2.0**-14, "BF16_BF16_F32_X6": 2.0**-19,
+                    "BF16_BF16_F32_X9": 2.0**-19, "TF32_TF32_F32": 2.0**-9, "TF32_TF32_F32_X3": 2.0**-18,
+                    "F32_F32_F32": 2.0**-20}
+
+
+def test_dot_algorithms_within_their_precision():
+    """Each f32 preset within its precision of the exact product (batched, odd sizes), the
+    less precise ones measurably off (the algorithm is applied, not ignored),
+    BF16_BF16_F32 exactly the product of the bf16-rounded operands where that sum is exact,
+    and an infinite operand giving inf in the split presets (whose low parts are NaN)."""
+    rng = np.random.default_rng(9)
+    x = rng.uniform(-2, 2, (2, 5, 33)).astype(np.float32)
+    y = rng.uniform(-2, 2, (2, 33, 7)).astype(np.float32)
+    small_x = rng.uniform(1, 2, (3, 4)).astype(np.float32)  # products of bf16 values in [1, 4):
+    small_y = rng.uniform(1, 2, (4, 2)).astype(np.float32)  # 4 of them sum exactly in f32
+    inf_x = np.ones((2, 3), np.float32) * np.float32(1.1)
+    inf_x[0, 1] = np.inf
+    inf_y = np.full((3, 2), 1.3, np.float32)
+    arrays = [x, y, small_x, small_y, inf_x, inf_y]
+    b = xm.XlaBuilder("algorithms")
+    ps = [b.parameter(i, xm.Shape.array(a.dtype, a.shape)) for i, a in enumerate(arrays)]
+    outs = []
+    for name in ALGORITHM_ERRORS:
+        outs.append(b.dot_general(ps[0], ps[1], DN([2], [1], [0], [0]), algorithm=name))
+        outs.append(b.dot_general(ps[4], ps[5], DN([1], [0]), algorithm=name))
+    outs.append(b.dot_general(ps[2], ps[3], DN([1], [0]), algorithm="BF16_BF16_F32"))
+    got = xm.compile(b.build(outs))(*arrays)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    exact = np.einsum("bmk,bkn->bmn", x64, y64)
+    scale = np.einsum("bmk,bkn->bmn", np.abs(x64), np.abs(y64))
+    for i, (name, tolerance) in enumerate(ALGORITHM_ERRORS.items()):
+        error = float(np.max(np.abs(got[2 * i].astype(np.float64) - exact) / scale))
+        assert error <= tolerance, f"{name}: relative error {error:.3g} > {tolerance:.3g}"
+        if name in ("BF16_BF16_F32", "TF32_TF32_F32"):
+            assert error > tolerance / 2**8, f"{name}: error {error:.3g}: operands not rounded?"
+        row = got[2 * i + 1]
+        assert np.all(np.isposinf(row[0])) and np.all(np.isfinite(row[1])), f"{name} with inf: {row}"
+    rounded = [a.astype(ml_dtypes.bfloat16).astype(np.float64) for a in (small_x, small_y)]
+    np.testing.assert_array_equal(got[-1], (rounded[0] @ rounded[1]).astype(np.float32))
