@@ -849,7 +849,8 @@ class StructuredOps:
             return self.add(self.b.replica_id(), 0, True, "replica_id")
         b = self.b
         kind = self.src.choice(["all_reduce", "reduce_scatter", "all_gather", "all_to_all",
-                                "collective_permute", "collective_broadcast", "replica_id"])
+                                "collective_permute", "collective_broadcast", "replica_id",
+                                "ragged_all_to_all"])
         d = self.src.integer(0, x.op.shape.rank - 1)
         combine = _combine("or" if x.dtype == BOOL else "add")
         if kind == "all_reduce":
@@ -864,10 +865,33 @@ class StructuredOps:
             op = b.collective_permute(x.op, [(0, 0)] if self.src.chance(0.7) else [])
         elif kind == "collective_broadcast":
             op = b.collective_broadcast(x.op)
+        elif kind == "ragged_all_to_all":
+            return self.ragged_all_to_all(x)
         else:
             rid = b.convert_element_type(b.replica_id(), x.dtype)
             op = b.add(x.op, b.broadcast(rid, list(x.dims))) if x.dtype != BOOL else x.op
         return self.add(op, x.bound, x.exact, kind)
+
+    def ragged_all_to_all(self, x: Any) -> Any:
+        """Rows of x into a fresh output at 1 or 2 disjoint ranges (one replica: its own rows;
+        overlapping writes would leave the order open); sizes may be 0."""
+        n, m, u = x.dims[0], self.src.integer(1, 5), self.src.integer(1, 2)
+        out = self.new_input(x.dtype, (m, *x.dims[1:]))
+        cuts = [0, *sorted(self.src.integer(0, m) for _ in range(u - 1)), m]
+        starts, sizes, at = [], [], []
+        for j in range(u):
+            o = self.src.integer(cuts[j], cuts[j + 1])
+            k = self.src.integer(0, min(cuts[j + 1] - o, n))
+            starts.append(self.src.integer(0, n - k))
+            sizes.append(k)
+            at.append(o)
+        dtype = self.src.choice(INDEX_TYPES)
+        shape = (1,) if u == 1 and self.src.chance(0.5) else (1, u)
+        ops = [self.array_input(np.array(v, dtype).reshape(shape), what)
+               for v, what in ((starts, "input_offsets"), (sizes, "send_sizes"), (at, "output_offsets"))]
+        op = self.b.ragged_all_to_all(x.op, ops[0], ops[1], out.op, ops[2], ops[1])
+        return self.add(op, max(x.bound, out.bound), x.exact and out.exact,
+                        f"ragged_all_to_all starts={starts} sizes={sizes} at={at}")
 
     def g_custom_call(self) -> Any:
         x = self.pick()
