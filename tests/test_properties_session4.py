@@ -456,3 +456,40 @@ def test_dot_algorithms_within_their_precision():
         assert np.all(np.isposinf(row[0])) and np.all(np.isfinite(row[1])), f"{name} with inf: {row}"
     rounded = [a.astype(ml_dtypes.bfloat16).astype(np.float64) for a in (small_x, small_y)]
     np.testing.assert_array_equal(got[-1], (rounded[0] @ rounded[1]).astype(np.float32))
+
+
+def test_scheduled_contractions_with_odd_sizes():
+    """Products above the scheduling threshold (2 * 64^3 flops) at sizes that are no
+    multiple of any register tile: a matmul with a bias + relu epilogue, batched products
+    (one element, two batch dimensions, the rhs transposed as in Q K^T), a flatten before
+    the dot and a reshape after it (rebuilt by split_contractions)."""
+    rng = np.random.default_rng(13)
+    b = xm.XlaBuilder("scheduled")
+    args, outs, wants = [], [], []
+
+    def param(*shape):
+        a = rng.integers(-3, 4, shape).astype(np.float32)
+        args.append(a)
+        return b.parameter(len(args) - 1, xm.Shape.array(np.float32, shape)), a.astype(np.int64)
+
+    (x, xv), (w, wv), (bias, bv) = param(129, 67), param(67, 131), param(131)
+    y = b.add(b.dot_general(x, w, DN([1], [0])), bias, [1])
+    outs.append(b.max(y, b.constant(np.float32(0))))
+    wants.append(np.maximum(xv @ wv + bv, 0))
+    for lhs_shape, rhs_shape, dn, spec in (
+            ((3, 67, 65), (3, 65, 71), DN([2], [1], [0], [0]), "bmk,bkn->bmn"),
+            ((1, 97, 65), (1, 65, 83), DN([2], [1], [0], [0]), "bmk,bkn->bmn"),
+            ((2, 2, 33, 65), (2, 2, 65, 67), DN([3], [2], [0, 1], [0, 1]), "abmk,abkn->abmn"),
+            ((2, 67, 64), (2, 71, 64), DN([2], [2], [0], [0]), "bmk,bnk->bmn")):
+        (p, pv), (q, qv) = param(*lhs_shape), param(*rhs_shape)
+        outs.append(b.dot_general(p, q, dn))
+        wants.append(np.einsum(spec, pv, qv))
+    (f, fv), (g, gv) = param(64, 4, 33), param(132, 67)
+    product = b.dot_general(b.reshape(f, [64, 132]), g, DN([1], [0]))
+    outs.append(product)
+    wants.append(fv.reshape(64, 132) @ gv)
+    outs.append(b.reshape(product, [8, 8, 67]))
+    wants.append((fv.reshape(64, 132) @ gv).reshape(8, 8, 67))
+    got = xm.compile(b.build(outs))(*args)
+    for i, (o, want) in enumerate(zip(got, wants)):
+        np.testing.assert_array_equal(np.asarray(o), want.astype(np.float32), err_msg=f"output {i}")
