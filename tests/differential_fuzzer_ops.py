@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 import xlamlir as xm
@@ -678,6 +679,8 @@ class StructuredOps:
         m, n, kb, block = (self.src.integer(1, 4), self.src.integer(1, 3), self.src.integer(0, 3),
                            self.src.integer(1, 3))
         mb = self.src.choice([1, m])
+        if self.src.chance(0.4):
+            return self.narrow_scaled_dot(m, n, kb, block, mb)
         lhs = self.new_input(dtype, [m, kb * block])
         rhs = self.new_input(dtype, [kb * block, n])
         scales = [np.exp2(self.rng.integers(-2, 3, dims)).astype(dtype) for dims in ((mb, kb), (kb, 1))]
@@ -685,6 +688,20 @@ class StructuredOps:
         op = self.b.scaled_dot(lhs.op, ls, rhs.op, rs, xm.DotDimensionNumbers((1,), (0,)))
         bound = lhs.bound * rhs.bound * 16 * max(kb * block, 1)
         return self.add(op, bound, lhs.exact and rhs.exact, f"scaled_dot block={block} m_blocks={mb}")
+
+    def narrow_scaled_dot(self, m: int, n: int, kb: int, block: int, mb: int) -> Any:
+        """MXFP8/NVFP4-like: narrow float operands (halves up to 6, rounded to the type) with
+        f8e8m0fnu or f8e4m3fn power-of-two scales, an f32 result: every product and sum exact."""
+        t = np.dtype(self.src.choice([ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
+                                      ml_dtypes.float4_e2m1fn, ml_dtypes.float8_e4m3]))
+        st = np.dtype(self.src.choice([ml_dtypes.float8_e8m0fnu, ml_dtypes.float8_e4m3fn]))
+        lhs, rhs = self.narrow_input(t, (m, kb * block)), self.narrow_input(t, (kb * block, n))
+        ls, rs = (self.array_input(np.exp2(self.rng.integers(-2, 3, dims)).astype(np.float32).astype(st),
+                                   f"{st} scale") for dims in ((mb, kb), (kb, 1)))
+        op = self.b.scaled_dot(lhs, ls, rhs, rs, xm.DotDimensionNumbers((1,), (0,)),
+                               preferred_element_type=np.float32)
+        return self.add(op, 6 * 6 * 16 * max(kb * block, 1), True,
+                        f"scaled_dot {t} scales {st} block={block} m_blocks={mb}")
 
     # ---- transforms and linear algebra --------------------------------------------------------
 
