@@ -666,6 +666,16 @@ class StructuredOps:
         rhs = self.new_input(dtype, rhs_dims)
         values = np.resize(np.array(sizes or [0], np.int64), gs_dims)
         gs = self.array_input(values.astype(self.src.choice([np.int32, np.int64])), "group_sizes")
+        if self.src.chance(0.3):
+            # Narrow operands (f8e4m3fn with an f32 result, as the MoE kernels run, or s4 with
+            # s32): fresh small values, so every product and sum is exact.
+            t, wide = self.src.choice([(np.dtype(ml_dtypes.float8_e4m3fn), np.float32),
+                                       (np.dtype(ml_dtypes.float8_e5m2), np.float32),
+                                       (np.dtype(ml_dtypes.int4), np.int32)])
+            narrow = [self.narrow_input(t, tuple(dims)) for dims in (lhs_dims, rhs_dims)]
+            op = self.b.ragged_dot(*narrow, gs, dnums, preferred_element_type=wide)
+            return self.add(op, 6 * 8 * max(k, 1) * max(g, 1), True,
+                            f"ragged_dot {t} -> {np.dtype(wide)} {mode} sizes={sizes} {dnums}")
         op = self.b.ragged_dot(lhs.op, rhs.op, gs, dnums)
         # A negative size can put an index in several groups.
         bound = lhs.bound * rhs.bound * max(k, 1) * max(g, 1)
