@@ -100,13 +100,15 @@ def _fold(fn, init: np.ndarray, xs: np.ndarray, axis: int) -> np.ndarray:
     return functools.reduce(fn, list(moved), np.broadcast_to(init, moved.shape[1:]).copy())
 
 
-def _lane_fold(fn, init: np.ndarray, xs: np.ndarray, lanes: int = 16) -> np.ndarray:
+def _lane_fold(fn, init: np.ndarray, xs: np.ndarray, lanes: int = 16,
+               identity: float | None = None) -> np.ndarray:
     """A reduction of the last axis split into `lanes` interleaved lanes, each folded from
     the identity in order, then init, lane 0, lane 1... (lowering/ops/reduce.py)."""
     n = xs.shape[-1]
     split = xs.reshape(xs.shape[:-1] + (n // lanes, lanes))
-    identity = np.full(split.shape[:-2] + (lanes,), -np.inf if fn is rule_max else np.inf, xs.dtype)
-    per_lane = _fold(fn, identity, split, split.ndim - 2)
+    if identity is None:
+        identity = -np.inf if fn is rule_max else np.inf
+    per_lane = _fold(fn, np.full(split.shape[:-2] + (lanes,), identity, xs.dtype), split, split.ndim - 2)
     return _fold(fn, init, per_lane, per_lane.ndim - 1)
 
 
@@ -191,6 +193,28 @@ def test_reduce_max_min_nan_follows_the_order(dtype: np.dtype, cols: int) -> Non
         if cols % 16 == 0:
             options.append(_lane_fold(fn, init_, x))
         assert any((_bits(g) == _bits(o)).all() for o in options), (fn.__name__, _bits(g), _bits(options[0]))
+
+
+@pytest.mark.parametrize("cols", [7, 256])
+def test_reduce_element_first_gives_the_last_nan(cols: int) -> None:
+    """max(x, acc) instead of max(acc, x): the element wins each step, so the NaN returned
+    is the last of the fold order."""
+    x = _draw(np.dtype(np.float32), (24, cols), 16)
+    b = xm.XlaBuilder("reduce_element_first")
+    p = b.parameter(0, xm.Shape.array(xm.F32, x.shape))
+    neg_inf = b.constant(np.float32(-np.inf))
+    comp = b.build([b.reduce(p, neg_inf, lambda acc, v: acc.builder.max(v, acc), [1])])
+    (got,) = _same_bits_everywhere(comp, [x])
+
+    def element_first(acc: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return rule_max(v, acc)
+
+    init = np.array(-np.inf, np.float32)
+    options = [_fold(element_first, init, x, 1)]
+    if cols % 16 == 0:
+        options.append(_lane_fold(element_first, init, x, identity=-np.inf))
+    assert any((_bits(got) == _bits(o)).all() for o in options), (_bits(got), _bits(options[0]))
+    assert not (_bits(got) == _bits(_fold(rule_max, init, x, 1))).all()  # the order matters here
 
 
 def test_reduce_nan_init_comes_first() -> None:

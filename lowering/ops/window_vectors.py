@@ -19,9 +19,10 @@ element, this lowering writes the loops itself:
 Each output element thus sees f(...f(f(init, x0), x1)..., xn) in the same order
 as the generic form: the lanes are independent outputs, nothing is reassociated.
 The combiners are spelled for vectors here with the scalar emitters' semantics
-(lowering/scalar/arithmetic.py: wrapping integers, NaN-propagating max/min with
--0 < +0). Element types: f32, f64 and the 8..64-bit integers (f16/bf16 arithmetic
-goes through soft_float's scalar expansion). Imports `dialect` and the lowering
+(lowering/scalar/arithmetic.py: wrapping integers; float max/min are its
+`float_extremum`, which takes vectors: -0 < +0, the first NaN quieted). Element
+types: f32, f64 and the 8..64-bit integers (f16/bf16 arithmetic goes through
+soft_float's scalar expansion). Imports `dialect` and the lowering
 modules.
 """
 

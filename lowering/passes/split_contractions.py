@@ -13,7 +13,10 @@ contiguous run, in the same order, in every operand it indexes, and rebuilds it 
 one loop per role on collapsed views of its operands (`tensor.collapse_shape`, folded
 into the expand_shape it undoes where there is one) with the result expanded back:
 the generic of a matmul (or batch matmul, either operand transposed) that the
-schedule handles. Only views are added: no copy. Imports nothing of ours.
+schedule handles. When the reshape was propagated through an elementwise consumer
+(dense -> bias -> relu -> reshape), that consumer is collapsed the same way if each of
+its inputs reads every split group whole or not at all, so the schedule fuses it as
+the product's epilogue again. Only views are added: no copy. Imports nothing of ours.
 """
 
 from __future__ import annotations
@@ -158,6 +161,78 @@ def _rebuild(op: Any, runs: list[list[tuple[str, list[int]]]]) -> None:
     op.erase()
     if not list(fill.results[0].uses):
         fill.erase()
+    if any(len(g) > 1 for g in groups):
+        _collapse_epilogue(result, groups)
+
+
+def _epilogue_groups(ep: Any, groups: list[list[int]]) -> list[list[list[int]]] | None:
+    """For each input of the elementwise `ep` (loops = the product's expanded dimensions),
+    the groups of loops its dimensions form, in order; None unless every input reads each
+    group whole and in order, or not at all."""
+    maps = [_dims(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(ep.attributes["indexing_maps"])]
+    if any(m is None for m in maps) or maps[-1] != list(range(sum(len(g) for g in groups))):
+        return None
+    found = []
+    for dims in maps[:-1]:
+        taken, at = [], 0
+        while at < len(dims):
+            group = next((g for g in groups if g[0] == dims[at]), None)
+            if group is None or dims[at:at + len(group)] != group:
+                return None
+            taken.append(group)
+            at += len(group)
+        found.append(taken)
+    return found
+
+
+def _collapse_epilogue(product: ir.Value, groups: list[list[int]]) -> None:
+    """The elementwise consumer of the expanded product (a bias and activation the reshape
+    was propagated through) rebuilt over the collapsed dimensions, reading the product
+    directly: the schedule then fuses it as the product's epilogue."""
+    uses = list(product.uses)
+    if len(uses) != 1:
+        return
+    ep = uses[0].owner
+    if ep.name != "linalg.generic" or len(ep.results) != 1 or uses[0].operand_number >= len(ep.operands) - 1:
+        return
+    if not all("parallel" in str(a) for a in ir.ArrayAttr(ep.attributes["iterator_types"])):
+        return
+    init = ep.operands[len(ep.operands) - 1].owner
+    block = ep.regions[0].blocks[0]
+    if isinstance(init, ir.Block) or init.name != "tensor.empty" or list(block.arguments[-1].uses):
+        return
+    if any(o.name == "linalg.index" for o in block.operations):
+        return
+    inputs = _epilogue_groups(ep, groups)
+    if inputs is None:
+        return
+    position = {g[0]: i for i, g in enumerate(groups)}
+    with ir.InsertionPoint(ep), ep.location:
+        values, maps = [], []
+        for value, taken in zip(list(ep.operands)[:-1], inputs):
+            runs = [("", g) for g in taken]
+            values.append(product.owner.operands[0] if value == product else _collapse(value, runs))
+            loops = [ir.AffineDimExpr.get(position[g[0]]) for g in taken]
+            maps.append(ir.AffineMap.get(len(groups), 0, loops))
+        maps.append(ir.AffineMap.get_identity(len(groups)))
+        out_type = ir.RankedTensorType(product.owner.operands[0].type)
+        element = ir.RankedTensorType(ep.results[0].type).element_type
+        empty = tensor.EmptyOp(list(out_type.shape), element).result
+        new = linalg.GenericOp_(values, [empty], maps, ["parallel"] * len(groups))
+        new_block = new.regions[0].blocks[0]
+        mapping = dict(zip(block.arguments, new_block.arguments))
+        for inner in block.operations:  # the body, its operands renamed
+            clone = inner.clone(ip=ir.InsertionPoint(new_block))
+            for i, operand in enumerate(clone.operands):
+                if operand in mapping:
+                    clone.operands[i] = mapping[operand]
+            for old, fresh in zip(inner.results, clone.results):
+                mapping[old] = fresh
+        shape = list(ir.RankedTensorType(ep.results[0].type).shape)
+        result = tensor.expand_shape(ep.results[0].type, new.results[0], groups, [], shape)
+    ep.results[0].replace_all_uses_with(result)
+    ep.erase()
+    product.owner.erase()  # its only user was ep; left, it would be a second use of the product
 
 
 def collapse_split_contractions(module: Any) -> int:

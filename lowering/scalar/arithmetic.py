@@ -287,7 +287,7 @@ def maximum(e: Elem, x: ir.Value, y: ir.Value) -> ir.Value:
     if e.t.is_unsigned_int:
         return arith.maxui(x, y)
     if e.t.is_floating:
-        return _float_extremum(e, x, y, F.OGT, arith.andi)
+        return float_extremum(e.t, x, y, maximum=True)
     return arith.select(_complex_lexicographic_less(x, y), y, x)
 
 
@@ -299,12 +299,8 @@ def minimum(e: Elem, x: ir.Value, y: ir.Value) -> ir.Value:
     if e.t.is_unsigned_int:
         return arith.minui(x, y)
     if e.t.is_floating:
-        return _float_extremum(e, x, y, F.OLT, arith.ori)
+        return float_extremum(e.t, x, y, maximum=False)
     return arith.select(_complex_lexicographic_less(y, x), y, x)
-
-
-def _float_extremum(e: Elem, x: ir.Value, y: ir.Value, wins: F, join_zeros: Callable) -> ir.Value:
-    return float_extremum(e.t, x, y, maximum=wins == F.OGT)
 
 
 def quiet_bit(t: PrimitiveType) -> int:
@@ -345,18 +341,22 @@ def float_extremum(t: PrimitiveType, x: ir.Value, y: ir.Value, *, maximum: bool)
     # f16/bf16 values in f32 registers, and rounding a select of those back to bf16 on
     # x86-64-v2 replaced a NaN by the canonical one.)
     xi, yi = arith.bitcast(int_type, x), arith.bitcast(int_type, y)
-    # Equal values: the bits are equal too, except for +-0, where and/or of the
-    # bits picks +0 (max) or -0 (min).
-    ordered = arith.select(arith.cmpf(wins, x, y), xi,
-                           arith.select(arith.cmpf(F.OEQ, x, y), join_zeros(xi, yi), yi))
-    # Ordered comparisons are false on a NaN, so `ordered` is y whenever either is NaN:
-    # selecting x where x is NaN then leaves exactly the first NaN.
-    first_nan = arith.select(arith.cmpf(F.UNO, x, x), xi, ordered)
     bit = quiet_bit(t)
     if bit:
-        quiet = arith.ori(first_nan, _int_splat(int_type, bit))
-        first_nan = arith.select(arith.cmpf(F.UNO, x, y), quiet, first_nan)
-    return arith.bitcast(x.type, first_nan)
+        quiet = _int_splat(int_type, bit)
+        xi_quiet, yi_quiet = arith.ori(xi, quiet), arith.ori(yi, quiet)
+    else:
+        xi_quiet, yi_quiet = xi, yi
+    first_nan = arith.select(arith.cmpf(F.UNO, x, x), xi_quiet, yi_quiet)
+    larger = arith.select(arith.cmpf(wins, x, y), xi, yi)
+    unequal = arith.select(arith.cmpf(F.UNO, x, y), first_nan, larger)
+    # Equal values: the bits are equal too, except for +-0, where and/or of the bits
+    # picks +0 (max) or -0 (min). The shape is for speed: every path is a compare and
+    # three selects, as in the old `x + y` form (a reduction's accumulator chain no
+    # deeper), the quiet bits are set off the chain, and UNE, UNO and OGT/OLT are single
+    # SSE compares (UEQ is two). Reduce max f32[4M] measured 1.0x the old form on
+    # x86-64-v2/v3/v4; with the NaN select after the ordered ones, 1.35x on v3.
+    return arith.bitcast(x.type, arith.select(arith.cmpf(F.UNE, x, y), unequal, join_zeros(xi, yi)))
 
 
 def power(e: Elem, x: ir.Value, y: ir.Value) -> ir.Value:
