@@ -175,6 +175,28 @@ def test_direct_conv_agrees_with_reference_on_groups_and_lhs_dilation():
         np.testing.assert_array_equal(g, w)
 
 
+def test_reference_skips_kernel_dilation_holes():
+    """tests/reference.py used to dilate the kernel with zero taps, whose products with an
+    inf or NaN under a hole made NaN where the library (and the definition: the holes are
+    not read) sums only the taps; padding zeros still multiply an inf tap (NaN), in both."""
+    rng = np.random.default_rng(4)
+    lhs = rng.integers(-2, 3, (1, 4, 9, 9)).astype(np.float32)
+    lhs[0, :, 1::2, :] = np.nan  # under the holes of every window of rows 0, 2, 4...
+    rhs = rng.integers(-2, 3, (4, 4, 3, 3)).astype(np.float32)
+    rhs[0, 0, 0, 0] = np.inf
+    b = xm.XlaBuilder("holes")
+    x = b.parameter(0, xm.Shape.array(np.float32, lhs.shape))
+    k = b.parameter(1, xm.Shape.array(np.float32, rhs.shape))
+    b.conv_general_dilated(x, k, (2, 1), [(0, 0), (1, 0)], None, (2, 3), _dn(NCHW, OIHW, NCHW))
+    comp = b.build()
+    got = xm.compile(comp)(lhs, rhs)
+    with np.errstate(invalid="ignore"):
+        want = direct_conv(lhs, rhs, (2, 1), [(0, 0), (1, 0)], (1, 1), (2, 3), NCHW, OIHW, NCHW)
+    assert np.isnan(want).any() and not np.isnan(want).all()
+    np.testing.assert_array_equal(evaluate(comp, [lhs, rhs]), want.astype(np.float32))
+    np.testing.assert_array_equal(got, want.astype(np.float32))
+
+
 # -- reduce_window pooling ------------------------------------------------------------------------
 
 def _special_values(rng, shape, dtype) -> np.ndarray:
