@@ -515,3 +515,28 @@ def test_scheduled_contractions_with_odd_sizes():
     got = xm.compile(b.build(outs))(*args)
     for i, (o, want) in enumerate(zip(got, wants)):
         np.testing.assert_array_equal(np.asarray(o), want.astype(np.float32), err_msg=f"output {i}")
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_reductions_of_a_broadcast_constant(dtype):
+    """The summed value does not vary along the reduction (a broadcast constant folded into
+    the body): linalg's vectorizer added it once per output instead of once per window cell
+    (reduce_window of ones over windows of 2 gave 1 for the vectorized outputs; found by the
+    differential fuzzer, seed 61481, a variadic reduce_window whose other result was dead).
+    One program each: the bug needs the sum to be the program's only loop nest."""
+    def ones(b, dims):
+        return b.broadcast(b.constant(np.array(1, dtype)), dims)
+
+    programs = [
+        (lambda b, z: b.reduce_window(ones(b, [64]), z, lambda a, c: a + c, [2], [1]), np.full(63, 2, dtype)),
+        (lambda b, z: b.reduce_window(ones(b, [64]), z, lambda a, c: a + c, [3], [1]), np.full(62, 3, dtype)),
+        (lambda b, z: b.get_tuple_element(b.reduce_window(
+            [b.parameter(0, xm.Shape.array(np.uint8, (64,))), ones(b, [64])], [b.constant(np.uint8(0)), z],
+            lambda a, c, e, f: [a.builder.max(a, e), c + f], [2], [1]), 1), np.full(63, 2, dtype)),
+    ]
+    for i, (build, want) in enumerate(programs):
+        b = xm.XlaBuilder("constant_sums")
+        root = build(b, b.constant(np.array(0, dtype)))
+        exe = xm.compile(b.build(root))
+        got = exe(np.zeros(64, np.uint8)) if i == 2 else exe()
+        np.testing.assert_array_equal(got, want, err_msg=f"program {i}")
