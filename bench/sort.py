@@ -1,7 +1,8 @@
-"""Sort, top_k and cumulative sums against numpy, each checked before timing.
+"""Sort, top_k and cumulative sums against numpy (and JAX, when installed), each checked
+before timing.
 
-Prints one line per workload with our time, numpy's and the ratio, medians of
-20 calls measured in this run (a shared machine is noisy: compare ratios of
+Prints one line per workload with our time, numpy's, JAX's and ours / the best of them,
+medians of 20 calls measured in this run (a shared machine is noisy: compare ratios of
 one run, and repeat). top_k is compared with np.argpartition, which does not
 order its k results (a lower bound). Run with `python bench/sort.py [filter]`.
 """
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from peers import jax, jnp
 
 import xlamlir as xm
 
@@ -38,11 +40,18 @@ def cases() -> list[tuple[str, Callable[..., object], Callable[..., object], np.
     rng = np.random.default_rng(0)
     v = rng.standard_normal(1 << 20).astype(np.float32)
     m = rng.standard_normal((1024, 1024)).astype(np.float32)
+    short = rng.standard_normal((4096, 256)).astype(np.float32)
+    with_nans = short.copy()
+    with_nans[rng.random(short.shape) < 0.01] = np.nan
     i = rng.integers(-1000, 1000, (1024, 1024)).astype(np.int32)
     topk_np = lambda a: np.argpartition(-a, 8, axis=-1)[:, :8]  # noqa: E731  (unordered: a lower bound)
     return [
         ("sort f32[1M]", lambda b, p: b.sort(p), np.sort, v),
         ("sort f32[1024,1024] last axis", lambda b, p: b.sort(p), np.sort, m),
+        ("sort f32[4096,256] last axis", lambda b, p: b.sort(p), np.sort, short),
+        ("sort f32[4096,256] last axis, 1% NaN", lambda b, p: b.sort(p), np.sort, with_nans),
+        ("sort f32[16384,16] last axis", lambda b, p: b.sort(p), np.sort,
+         short.reshape(16384, 64)[:, :16].copy()),
         ("sort s32[1024,1024] last axis", lambda b, p: b.sort(p), np.sort, i),
         ("sort f32[1024,1024] axis 0", lambda b, p: b.sort(p, dimension=0),
          lambda a: np.sort(a, axis=0), m),
@@ -67,20 +76,31 @@ def check(name: str, ours: object, want: np.ndarray, x: np.ndarray) -> None:
     elif x.dtype.kind == "f" and name.startswith("cumsum"):
         ok = np.allclose(ours, want, rtol=1e-4, atol=1e-2)
     else:
-        ok = np.array_equal(ours, want)
+        ok = np.array_equal(ours, want, equal_nan=x.dtype.kind == "f")
     if not ok:
         raise AssertionError(f"{name}: wrong result")
 
 
+def jax_ms(name: str, x: np.ndarray) -> float | None:
+    """JAX's time for the plain sorts (jnp.sort along the same axis), else None."""
+    if jax is None or not name.startswith("sort "):
+        return None
+    fn = jax.jit(lambda a: jnp.sort(a, axis=0 if "axis 0" in name else -1))
+    xd = jnp.asarray(x)
+    return median_ms(lambda: jax.block_until_ready(fn(xd)))
+
+
 def main(only: str = "") -> None:
-    print(f"{'case':36} {'xlamlir ms':>11} {'numpy ms':>9} {'ratio':>6}")
+    print(f"{'case':40} {'xlamlir ms':>11} {'numpy ms':>9} {'jax ms':>8} {'ours/best':>9}")
     for name, build, ref, x in cases():
         if only not in name:
             continue
         f = compiled(build, x)
         check(name, f(x), ref(x), x)
-        ours, theirs = median_ms(lambda: f(x)), median_ms(lambda: ref(x))
-        print(f"{name:36} {ours:11.2f} {theirs:9.2f} {ours / theirs:6.2f}", flush=True)
+        ours, theirs, jaxs = median_ms(lambda: f(x)), median_ms(lambda: ref(x)), jax_ms(name, x)
+        best = min(theirs, jaxs) if jaxs is not None else theirs
+        jax_text = f"{jaxs:8.2f}" if jaxs is not None else f"{'-':>8}"
+        print(f"{name:40} {ours:11.2f} {theirs:9.2f} {jax_text} {ours / best:9.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from .passes.parallel_outputs import outputs_as_inputs
 from .passes.parallel_tasks import outline_parallel_loops, parallel_tasks_to_llvm
 from .passes.register_tiles import register_tiles_as_rows
 from .passes.schedules import schedule_contractions
-from .passes.soft_float import expand_small_floats
+from .passes.soft_float import expand_narrow_floats, expand_small_floats
 from .passes.vectorize import schedule_vectorize, super_vectorize
 from .reproducer import write_reproducer
 
@@ -52,6 +52,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
     ("hlo", []),  # the module as built (or as given to compile_mlir)
     ("linalg", [
         lower_xhlo,  # our ops -> linalg/tensor/arith/math/complex (Python patterns)
+        # Narrow-float ops and conversions as integer code before anything folds them with
+        # APFloat (not XLA's semantics; inf -> f4E2M1FN aborted): lowering/passes/soft_float.py.
+        expand_narrow_floats,
         "canonicalize",  # folds the signless<->unsigned casts the patterns leave in pairs
         "cse",
     ]),

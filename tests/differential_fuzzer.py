@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 from builder_fuzzer import Source
+from differential_fuzzer_narrow import NarrowOps
 from differential_fuzzer_ops import CUSTOM_CALLS, StructuredOps
 from reference import evaluate
 
@@ -79,7 +80,7 @@ def exact_limit(dtype: np.dtype) -> float:
     return EXACT_LIMITS.get(np.dtype(dtype), EXACT_LIMIT)
 
 
-class Generator(StructuredOps):
+class Generator(StructuredOps, NarrowOps):
     def __init__(self, src: Source, max_ops: int = 10) -> None:
         self.src = src
         self.max_ops = max_ops
@@ -520,7 +521,7 @@ class Generator(StructuredOps):
                   "call", "map", "argmax", "reduce_window", "reduce_window", "select_and_scatter",
                   "conv", "conv", "fft", "cholesky", "triangular_solve", "batch_norm", "bits", "top_k",
                   "rng_bit_generator", "collective", "custom_call", "scan", "composite_call",
-                  "ragged_dot", "scaled_dot",
+                  "ragged_dot", "scaled_dot", "narrow", "narrow",
                   "twin", "twin", "twin")
 
     def make(self) -> Case:

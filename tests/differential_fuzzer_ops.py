@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 import xlamlir as xm
@@ -665,6 +666,16 @@ class StructuredOps:
         rhs = self.new_input(dtype, rhs_dims)
         values = np.resize(np.array(sizes or [0], np.int64), gs_dims)
         gs = self.array_input(values.astype(self.src.choice([np.int32, np.int64])), "group_sizes")
+        if self.src.chance(0.3):
+            # Narrow operands (f8e4m3fn with an f32 result, as the MoE kernels run, or s4 with
+            # s32): fresh small values, so every product and sum is exact.
+            t, wide = self.src.choice([(np.dtype(ml_dtypes.float8_e4m3fn), np.float32),
+                                       (np.dtype(ml_dtypes.float8_e5m2), np.float32),
+                                       (np.dtype(ml_dtypes.int4), np.int32)])
+            narrow = [self.narrow_input(t, tuple(dims)) for dims in (lhs_dims, rhs_dims)]
+            op = self.b.ragged_dot(*narrow, gs, dnums, preferred_element_type=wide)
+            return self.add(op, 6 * 8 * max(k, 1) * max(g, 1), True,
+                            f"ragged_dot {t} -> {np.dtype(wide)} {mode} sizes={sizes} {dnums}")
         op = self.b.ragged_dot(lhs.op, rhs.op, gs, dnums)
         # A negative size can put an index in several groups.
         bound = lhs.bound * rhs.bound * max(k, 1) * max(g, 1)
@@ -678,6 +689,8 @@ class StructuredOps:
         m, n, kb, block = (self.src.integer(1, 4), self.src.integer(1, 3), self.src.integer(0, 3),
                            self.src.integer(1, 3))
         mb = self.src.choice([1, m])
+        if self.src.chance(0.4):
+            return self.narrow_scaled_dot(m, n, kb, block, mb)
         lhs = self.new_input(dtype, [m, kb * block])
         rhs = self.new_input(dtype, [kb * block, n])
         scales = [np.exp2(self.rng.integers(-2, 3, dims)).astype(dtype) for dims in ((mb, kb), (kb, 1))]
@@ -685,6 +698,20 @@ class StructuredOps:
         op = self.b.scaled_dot(lhs.op, ls, rhs.op, rs, xm.DotDimensionNumbers((1,), (0,)))
         bound = lhs.bound * rhs.bound * 16 * max(kb * block, 1)
         return self.add(op, bound, lhs.exact and rhs.exact, f"scaled_dot block={block} m_blocks={mb}")
+
+    def narrow_scaled_dot(self, m: int, n: int, kb: int, block: int, mb: int) -> Any:
+        """MXFP8/NVFP4-like: narrow float operands (halves up to 6, rounded to the type) with
+        f8e8m0fnu or f8e4m3fn power-of-two scales, an f32 result: every product and sum exact."""
+        t = np.dtype(self.src.choice([ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
+                                      ml_dtypes.float4_e2m1fn, ml_dtypes.float8_e4m3]))
+        st = np.dtype(self.src.choice([ml_dtypes.float8_e8m0fnu, ml_dtypes.float8_e4m3fn]))
+        lhs, rhs = self.narrow_input(t, (m, kb * block)), self.narrow_input(t, (kb * block, n))
+        ls, rs = (self.array_input(np.exp2(self.rng.integers(-2, 3, dims)).astype(np.float32).astype(st),
+                                   f"{st} scale") for dims in ((mb, kb), (kb, 1)))
+        op = self.b.scaled_dot(lhs, ls, rhs, rs, xm.DotDimensionNumbers((1,), (0,)),
+                               preferred_element_type=np.float32)
+        return self.add(op, 6 * 6 * 16 * max(kb * block, 1), True,
+                        f"scaled_dot {t} scales {st} block={block} m_blocks={mb}")
 
     # ---- transforms and linear algebra --------------------------------------------------------
 
@@ -849,7 +876,8 @@ class StructuredOps:
             return self.add(self.b.replica_id(), 0, True, "replica_id")
         b = self.b
         kind = self.src.choice(["all_reduce", "reduce_scatter", "all_gather", "all_to_all",
-                                "collective_permute", "collective_broadcast", "replica_id"])
+                                "collective_permute", "collective_broadcast", "replica_id",
+                                "ragged_all_to_all"])
         d = self.src.integer(0, x.op.shape.rank - 1)
         combine = _combine("or" if x.dtype == BOOL else "add")
         if kind == "all_reduce":
@@ -864,10 +892,33 @@ class StructuredOps:
             op = b.collective_permute(x.op, [(0, 0)] if self.src.chance(0.7) else [])
         elif kind == "collective_broadcast":
             op = b.collective_broadcast(x.op)
+        elif kind == "ragged_all_to_all":
+            return self.ragged_all_to_all(x)
         else:
             rid = b.convert_element_type(b.replica_id(), x.dtype)
             op = b.add(x.op, b.broadcast(rid, list(x.dims))) if x.dtype != BOOL else x.op
         return self.add(op, x.bound, x.exact, kind)
+
+    def ragged_all_to_all(self, x: Any) -> Any:
+        """Rows of x into a fresh output at 1 or 2 disjoint ranges (one replica: its own rows;
+        overlapping writes would leave the order open); sizes may be 0."""
+        n, m, u = x.dims[0], self.src.integer(1, 5), self.src.integer(1, 2)
+        out = self.new_input(x.dtype, (m, *x.dims[1:]))
+        cuts = [0, *sorted(self.src.integer(0, m) for _ in range(u - 1)), m]
+        starts, sizes, at = [], [], []
+        for j in range(u):
+            o = self.src.integer(cuts[j], cuts[j + 1])
+            k = self.src.integer(0, min(cuts[j + 1] - o, n))
+            starts.append(self.src.integer(0, n - k))
+            sizes.append(k)
+            at.append(o)
+        dtype = self.src.choice(INDEX_TYPES)
+        shape = (1,) if u == 1 and self.src.chance(0.5) else (1, u)
+        ops = [self.array_input(np.array(v, dtype).reshape(shape), what)
+               for v, what in ((starts, "input_offsets"), (sizes, "send_sizes"), (at, "output_offsets"))]
+        op = self.b.ragged_all_to_all(x.op, ops[0], ops[1], out.op, ops[2], ops[1])
+        return self.add(op, max(x.bound, out.bound), x.exact and out.exact,
+                        f"ragged_all_to_all starts={starts} sizes={sizes} at={at}")
 
     def g_custom_call(self) -> Any:
         x = self.pick()

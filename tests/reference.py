@@ -218,7 +218,7 @@ def _round_narrow(y: np.ndarray, name: str) -> np.ndarray:
     r[np.isinf(y)] = np.inf
     over = r > max_finite
     r[over] = {"ieee": np.inf, "none": max_finite}.get(kind, np.nan)
-    out = np.copysign(r, y)
+    out = np.asarray(np.copysign(r, y))  # a 0-d result is a numpy scalar: masks need an array
     if kind == "fnuz":
         out[out == 0] = 0.0
     if kind == "e8m0":
@@ -1382,10 +1382,12 @@ def _convolution(lhs: np.ndarray, rhs: np.ndarray, a: dict, out_dtype: np.dtype)
                            *a["kernel_spatial_dimensions"]])
     wide = _wide(out_dtype)
     x, k = _widen(x, wide), _widen(k, wide)
-    # lhs dilation and padding first (zeros), kernel dilation as holes in the kernel.
+    # lhs dilation and padding first (zeros, which multiply the kernel: an inf tap makes
+    # NaN there). Kernel dilation spaces the taps: the holes between them are never read
+    # (an inf or NaN under a hole stays out of the sum, as in the library).
     x = _pad_array(x, 0, [0, 0] + [p[0] for p in a["padding"]], [0, 0] + [p[1] for p in a["padding"]],
                    [0, 0] + [d - 1 for d in a["lhs_dilation"]])
-    k = _pad_array(k, 0, [0] * (n + 2), [0] * (n + 2), [0, 0] + [d - 1 for d in a["rhs_dilation"]])
+    dilation = a["rhs_dilation"]
     fg, bg = a["feature_group_count"], a["batch_group_count"]
     groups = max(fg, bg)
     xs = np.split(x, fg, axis=1) if fg > 1 else np.split(x, bg, axis=0) if bg > 1 else [x]
@@ -1393,14 +1395,16 @@ def _convolution(lhs: np.ndarray, rhs: np.ndarray, a: dict, out_dtype: np.dtype)
     strides = a["window_strides"]
     outs = []
     for xg, kg in zip(xs, ks):
-        spatial = [max((xg.shape[2 + d] - kg.shape[2 + d]) // strides[d] + 1, 0)
-                   if xg.shape[2 + d] >= kg.shape[2 + d] else 0 for d in range(n)]
+        extent = [(kg.shape[2 + d] - 1) * dilation[d] + 1 if kg.shape[2 + d] else 0 for d in range(n)]
+        spatial = [max((xg.shape[2 + d] - extent[d]) // strides[d] + 1, 0)
+                   if xg.shape[2 + d] >= extent[d] else 0 for d in range(n)]
         acc = np.zeros((xg.shape[0], kg.shape[0], *spatial), wide)
         if all(spatial) and xg.shape[0] and kg.shape[0]:
-            for offset in np.ndindex(*kg.shape[2:]):
+            for tap in np.ndindex(*kg.shape[2:]):
+                offset = [t * dl for t, dl in zip(tap, dilation)]
                 window = xg[(slice(None), slice(None)) + tuple(
                     slice(o, o + (s - 1) * st + 1, st) for o, s, st in zip(offset, spatial, strides))]
-                w = kg[(slice(None), slice(None)) + offset]
+                w = kg[(slice(None), slice(None)) + tap]
                 acc = acc + np.einsum("nc...,oc->no...", window, w)
         outs.append(acc)
     out = np.concatenate(outs, axis=1)

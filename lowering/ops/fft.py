@@ -229,6 +229,35 @@ def _stage_twiddles(radix: int, length: int, sign: float, e: Elem, roots: _Roots
     return tables
 
 
+def _vector_stockham(x: Planar, dims: list[int], axis: int, sign: float, e: Elem,
+                     flat_in: bool = False, flat_out: bool = False) -> Planar:
+    """_stockham's passes as vector loops (lowering/ops/fft_vector.py), on tensors of `dims`
+    (the first pass reads, the last one writes, the flat [.., n * inner] tensor instead when
+    asked: see stockham_pass)."""
+    n = dims[axis]
+    roots = _Roots(n, sign) if n > CONSTANT_MAX else None
+    flat_dims = dims[:-2] + [dims[-2] * dims[-1]]
+    re, im = x
+    spare: Planar | None = None
+    length, rows = 1, n
+    first = True
+    while rows > 1:
+        radix = 4 if rows % 4 == 0 else 2
+        last = rows == radix
+        tw = pass_twiddles(radix, length, sign, e, roots, n, _constant, _gather)
+        previous = (re, im)
+        out_dims = flat_dims if last and flat_out else dims
+        # Each pass writes into the tensors the pass before it read (dead by then).
+        dest = spare if spare is not None and _dims(spare[0]) == out_dims else (
+            _empty(out_dims, e.type), _empty(out_dims, e.type))
+        re, im = stockham_pass((re, im), dest, axis, radix, length, sign, tw, e, dims,
+                               flat_in=first and flat_in, flat_out=last and flat_out)
+        spare = previous
+        first = False
+        length, rows = length * radix, rows // radix
+    return re, im
+
+
 def _stockham(x: Planar, axis: int, sign: float, e: Elem) -> Planar:
     """The unscaled DFT (w = exp(sign 2 pi i / n)) along `axis` (not the last one), n = 2**m.
 
@@ -253,15 +282,7 @@ def _stockham(x: Planar, axis: int, sign: float, e: Elem) -> Planar:
     spare: Planar | None = None
     length, rows = 1, n  # L and r of the module docstring
     if axis < len(dims) - 1 and lanes_for(dims[-1], e):
-        while rows > 1:
-            radix = 4 if rows % 4 == 0 else 2
-            tw = pass_twiddles(radix, length, sign, e, roots, n, _constant, _gather)
-            previous = (re, im)
-            dest = spare or (_empty(dims, e.type), _empty(dims, e.type))
-            re, im = stockham_pass((re, im), dest, axis, radix, length, sign, tw, e)
-            spare = previous
-            length, rows = length * radix, rows // radix
-        return re, im
+        return _vector_stockham(x, dims, axis, sign, e)
     while rows > 1:
         radix = 4 if rows % 4 == 0 else 2
         sub = rows // radix
@@ -301,10 +322,14 @@ def _fft_last_pow2(x: Planar, sign: float, e: Elem) -> Planar:
     r = len(lead)
     n1 = 1 << ((n.bit_length() - 1) // 2)
     n2 = n // n1
-    # [.., n] as [.., n2, n1]: j = j2 n1 + j1.
-    y = _gather(lead + [n2, n1], e.type, 2, lambda ix: _extract(
-        x, ix[:r] + [arith.addi(arith.muli(ix[r], _idx(n1)), ix[r + 1])]))
-    y = _stockham((y[0], y[1]), r, sign, e)  # [.., k2, j1]
+    fused = lanes_for(n1, e) and lanes_for(n2, e)
+    # [.., n] as [.., n2, n1]: j = j2 n1 + j1 (read so by the first vector pass).
+    if fused:
+        y = _vector_stockham(x, lead + [n2, n1], r, sign, e, flat_in=True)
+    else:
+        y = _gather(lead + [n2, n1], e.type, 2, lambda ix: _extract(
+            x, ix[:r] + [arith.addi(arith.muli(ix[r], _idx(n1)), ix[r + 1])]))
+        y = _stockham((y[0], y[1]), r, sign, e)  # [.., k2, j1]
     # z[.., j1, k2] = y[.., k2, j1] w**(j1 k2): a transpose and a twiddle.
     if n <= CONSTANT_MAX:
         exponent = np.outer(np.arange(n1), np.arange(n2)) % n
@@ -325,6 +350,8 @@ def _fft_last_pow2(x: Planar, sign: float, e: Elem) -> Planar:
             return _cmul(*value, *roots.at(exponent, e))
 
         z = _gather(lead + [n1, n2], e.type, 2, twiddle)
+    if fused:  # k = k1 n2 + k2, written so by the last vector pass
+        return _vector_stockham((z[0], z[1]), lead + [n1, n2], r, sign, e, flat_out=True)
     z = _stockham((z[0], z[1]), r, sign, e)  # [.., k1, k2]
     # k = k1 n2 + k2.
     re, im = _gather(lead + [n], e.type, 2, lambda ix: _extract(

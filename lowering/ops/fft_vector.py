@@ -111,13 +111,24 @@ def pass_twiddles(radix: int, length: int, sign: float, e: Elem, roots, n: int,
     return re, im
 
 
+def _flat_at(at: list[ir.Value], inner: int) -> list[ir.Value]:
+    """[.., row, lane] of a [.., n, inner] view as [.., row * inner + lane] of the flat tensor."""
+    return at[:-2] + [arith.addi(arith.muli(at[-2], index_const(inner)), at[-1])]
+
+
 def stockham_pass(x: Planar, out: Planar, axis: int, radix: int, length: int, sign: float,
-                  twiddles: Planar, e: Elem) -> Planar:
+                  twiddles: Planar, e: Elem, dims: Sequence[int],
+                  flat_in: bool = False, flat_out: bool = False) -> Planar:
     """One radix-`radix` Stockham pass along `axis` (not the last dimension) of planar
-    tensors, written into `out` (same shape, dead): the length-L transforms become
-    length-RL ones."""
-    dims = list(ir.RankedTensorType(x[0].type).shape)
+    tensors of `dims`, written into `out` (dead): the length-L transforms become
+    length-RL ones. `flat_in` / `flat_out`: that side is the [.., n * inner] tensor whose
+    [.., n, inner] view `dims` is (axis the second to last), read or written through it,
+    so the four-step method's reshapes cost no pass of their own."""
+    dims = list(dims)
     rank = len(dims)
+    inner = dims[-1]
+    in_map = ir.AffineMap.get(rank - 1, 0, [ir.AffineDimExpr.get(rank - 2)]) if flat_in else None
+    out_map = ir.AffineMap.get(rank - 1, 0, [ir.AffineDimExpr.get(rank - 2)]) if flat_out else None
     n = dims[axis]
     rows = n // length
     sub = rows // radix
@@ -135,7 +146,9 @@ def stockham_pass(x: Planar, out: Planar, axis: int, radix: int, length: int, si
         ys = []
         for p in range(radix):
             at = pre + [arith.addi(start, index_const(p * sub))] + post
-            value = tuple(vector.transfer_read(vtype, part, at, read_map, padding, [True])
+            if flat_in:
+                at = _flat_at(at, inner)
+            value = tuple(vector.transfer_read(vtype, part, at, in_map or read_map, padding, [True])
                           for part in x)
             if p:
                 w = [tensor.extract(t, [index_const(p - 1), k0]) for t in twiddles]
@@ -145,7 +158,9 @@ def stockham_pass(x: Planar, out: Planar, axis: int, radix: int, length: int, si
         base = arith.addi(arith.muli(k0, index_const(sub)), j)
         for q, value in enumerate(_butterfly(ys, sign)):
             at = pre + [arith.addi(base, index_const(q * (n // radix)))] + post
-            written = [vector.transfer_write(w.type, part, w, at, read_map, [True])
+            if flat_out:
+                at = _flat_at(at, inner)
+            written = [vector.transfer_write(w.type, part, w, at, out_map or read_map, [True])
                        for part, w in zip(value, written)]
         return written
 

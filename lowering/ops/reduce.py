@@ -395,6 +395,11 @@ def lower_reduce_window(v: OpView) -> list[ir.Value]:
     a = v.attrs
     loops = _Window(v.shapes["inputs"][0].dimensions, a["window_dimensions"], a["window_strides"],
                     a["base_dilations"], a["window_dilations"], a["padding"])
+    if v.result_shapes[0].numel == 0:
+        # A window wider than the padded input: nothing to compute, and the window
+        # generic's and the vector loops' maps would index past the operand.
+        return [tensor.EmptyOp(list(s.dimensions), _element_type(init)).result
+                for s, init in zip(v.result_shapes, inits)]
     init_scalars = [tensor.extract(init, []) for init in inits]
     symbol = a["computation"]
 

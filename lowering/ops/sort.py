@@ -5,7 +5,9 @@
   a per-row selection of the stable sort's first K (`sort_kernels.select_rows`);
 - a comparator recognised as one operand's value in a total order
   (`sort_kernels.key_order`: the default, jnp.sort's TOTALORDER LT, integer
-  LT/GT...) and rows longer than 16: an LSD radix sort (`radix_rows`);
+  LT/GT...), keys of up to 32 bits and short rows along the last dimension:
+  a bitonic network with one vector lane per row (`sort_network.network_rows`);
+- such an order and rows longer than 16: an LSD radix sort (`radix_rows`);
 - anything else: the merge sort below, one row per scf.forall iteration; for
   a recognised order it compares the unsigned keys instead of calling the
   comparator.
@@ -53,6 +55,7 @@ from .sort_kernels import (
     select_rows,
     sort_key,
 )
+from .sort_network import network_applies, network_rows
 
 Before = Callable[[Sequence[ir.Value], Sequence[ir.Value]], ir.Value]
 
@@ -123,6 +126,8 @@ def lower_sort(v: OpView) -> list[ir.Value]:
         return select_rows(inputs, dims, axis, comparator, kept)
     types = [s.element_type for s in v.shapes["inputs"]]
     order = key_order(comparator, types)
+    if order is not None and network_applies(dims, axis, types, order):
+        return network_rows(inputs, types, dims, order)
     if order is not None and SHORT_ROW < n < 2 ** 31:  # positions are counted in i32
         return radix_rows(inputs, types, dims, axis, order)
     before = None

@@ -273,25 +273,41 @@ def _key_bits(t: PrimitiveType) -> int:
     return 8 if t.is_pred else t.bit_width
 
 
-def sort_key(x: ir.Value, t: PrimitiveType, order: KeyOrder) -> ir.Value:
-    """`x` (storage type) as an unsigned integer key in the order's order."""
-    width = _key_bits(t)
+def _int_like(x: ir.Value, width: int) -> ir.Type:
+    """iN, or a vector of iN shaped as `x` when it is a vector (the network's keys)."""
     it = ir.IntegerType.get_signless(width)
+    if isinstance(x.type, ir.VectorType):
+        return ir.VectorType.get(ir.VectorType(x.type).shape, it)
+    return it
+
+
+def _const(t: ir.Type, value: int) -> ir.Value:
+    """An integer constant of `t`, splat when `t` is a vector type."""
+    if isinstance(t, ir.VectorType):
+        return arith.constant(t, ir.DenseElementsAttr.get_splat(
+            t, ir.IntegerAttr.get(ir.VectorType(t).element_type, value)))
+    return arith.constant(t, value)
+
+
+def sort_key(x: ir.Value, t: PrimitiveType, order: KeyOrder) -> ir.Value:
+    """`x` (storage type, or a vector of it) as an unsigned integer key in the order's order."""
+    width = _key_bits(t)
+    it = _int_like(x, width)
     bits = x if x.type == it else arith.bitcast(it, x)
-    sign = arith.constant(it, -(1 << (width - 1)))
+    sign = _const(it, -(1 << (width - 1)))
     if order.kind in ("float_total", "float_nan_last"):
         # Negative floats: all bits flipped (larger magnitude, smaller key); positive
         # ones: the sign bit set, above every negative.
-        negative = arith.shrsi(bits, arith.constant(it, width - 1))
+        negative = arith.shrsi(bits, _const(it, width - 1))
         key = arith.xori(bits, arith.ori(negative, sign))
         if order.kind == "float_nan_last":
-            key = arith.select(_is_nan(x, t), arith.constant(it, -1), key)
+            key = arith.select(_is_nan(x, t), _const(it, -1), key)
     elif order.kind == "signed":
         key = arith.xori(bits, sign)
     else:
         key = bits
     if not order.ascending:
-        key = arith.xori(key, arith.constant(it, -1))
+        key = arith.xori(key, _const(it, -1))
     return key
 
 
@@ -344,39 +360,44 @@ def _decoder(t: PrimitiveType, storage: ir.Type, order: KeyOrder
              ) -> Callable[[ir.Value], ir.Value] | None:
     """The inverse of `sort_key` when keys determine the values (None if not): then one
     operand sorts by moving its keys alone. For `float_nan_last` every NaN has one key;
-    the caller writes the NaNs itself."""
+    the caller writes the NaNs itself. Keys may be vectors (then so are the values)."""
     width = _key_bits(t)
-    it = ir.IntegerType.get_signless(width)
 
     def decode(key: ir.Value) -> ir.Value:
+        it = _int_like(key, width)
         if not order.ascending:
-            key = arith.xori(key, arith.constant(it, -1))
-        sign = arith.constant(it, -(1 << (width - 1)))
+            key = arith.xori(key, _const(it, -1))
+        sign = _const(it, -(1 << (width - 1)))
         if order.kind in ("float_total", "float_nan_last"):
             # Keys of positive floats have the sign bit set (clear it); negative ones had
             # every bit flipped.
-            positive = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(key, sign),
-                                  arith.constant(it, 0))
-            bits = arith.select(positive, arith.xori(key, sign),
-                                arith.xori(key, arith.constant(it, -1)))
+            positive = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(key, sign), _const(it, 0))
+            bits = arith.select(positive, arith.xori(key, sign), arith.xori(key, _const(it, -1)))
         elif order.kind == "signed":
             bits = arith.xori(key, sign)
         else:
             bits = key
-        return bits if storage == it else arith.bitcast(storage, bits)
+        target = storage
+        if isinstance(key.type, ir.VectorType):
+            target = ir.VectorType.get(ir.VectorType(key.type).shape, storage)
+        return bits if target == it else arith.bitcast(target, bits)
 
     return decode
 
 
 def _is_nan(x: ir.Value, t: PrimitiveType) -> ir.Value:
     width = _key_bits(t)
-    it = ir.IntegerType.get_signless(width)
+    it = _int_like(x, width)
     bits = x if x.type == it else arith.bitcast(it, x)
-    magnitude = arith.andi(bits, arith.constant(it, (1 << (width - 1)) - 1))
+    magnitude = arith.andi(bits, _const(it, (1 << (width - 1)) - 1))
     exponent = {PrimitiveType.F16: 5, PrimitiveType.BF16: 8, PrimitiveType.F32: 8,
                 PrimitiveType.F64: 11}[t]
-    inf = arith.constant(it, ((1 << exponent) - 1) << (width - 1 - exponent))
+    inf = _const(it, ((1 << exponent) - 1) << (width - 1 - exponent))
     return arith.cmpi(arith.CmpIPredicate.ugt, magnitude, inf)
+
+
+# Shared with the sorting network (lowering/ops/sort_network.py).
+key_bits, decoder, is_nan = _key_bits, _decoder, _is_nan
 
 
 def radix_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dims: Sequence[int],

@@ -361,6 +361,20 @@ def _emulate_narrow(op: Any) -> None:
 def expand_small_floats(module_op: Any, pass_: Any) -> None:
     """Rewrite every conversion from or to f16/bf16/a narrow float into integer arithmetic,
     after running every other arith/math op on a narrow float in f32 (module doc)."""
+    _expand(module_op, narrow_only=False)
+
+
+def expand_narrow_floats(module_op: Any, pass_: Any) -> None:
+    """The narrow-float part of `expand_small_floats`, run before the first canonicalize.
+
+    MLIR folds arith ops on constant narrow floats with APFloat, whose semantics are not
+    XLA's: a constant inf or NaN converted to f4E2M1FN (which has neither) hit LLVM's
+    `UNREACHABLE` and aborted the process, f8E8M0FNU(-2) folded to 2 (XLA: NaN), NaN
+    payloads were kept. Integer code folds to what it computes at run time."""
+    _expand(module_op, narrow_only=True)
+
+
+def _expand(module_op: Any, narrow_only: bool) -> None:
     narrow_ops: list[Any] = []
 
     def visit_narrow(op: Any) -> ir.WalkResult:
@@ -375,7 +389,8 @@ def expand_small_floats(module_op: Any, pass_: Any) -> None:
     found: list[Any] = []
 
     def visit(op: Any) -> ir.WalkResult:
-        if op.name in (_EXTF, _TRUNCF, *_TO_FLOAT, *_FROM_FLOAT):
+        if op.name in (_EXTF, _TRUNCF, *_TO_FLOAT, *_FROM_FLOAT) and (
+                not narrow_only or _is_narrow(op.operands[0].type) or _is_narrow(op.results[0].type)):
             found.append(op)
         return ir.WalkResult.ADVANCE
 

@@ -226,7 +226,19 @@ def _single_combiner(op: Any) -> bool:
             return False
         if sum(1 for _ in out.uses) != 1:
             return False
+        # The combined value must vary along the reduction: linalg's vectorizer adds a value
+        # defined outside the body (a folded broadcast constant: reduce_window's sum of ones)
+        # once per output instead of once per reduction step.
+        if not all(v == out or _defined_in(v, block) for v in owner.operands):
+            return False
     return True
+
+
+def _defined_in(value: ir.Value, block: ir.Block) -> bool:
+    """Whether `value` is an argument of `block` or a result of one of its operations."""
+    if any(value == arg for arg in block.arguments):
+        return True
+    return any(value == result for op in block.operations for result in op.results)
 
 
 def _num_outputs(op: Any) -> int:

@@ -1,0 +1,107 @@
+"""The sorting network for short rows (lowering/ops/sort_network.py): the stable sort's
+result bit for bit (NaN payloads in their order, signed zeros, ties of several operands by
+position), for every key type it takes, row lengths around powers of two, partial groups
+of rows, and its IR (vector min/max, no per-row loop of comparator calls)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import run, stage_text
+from test_sort import (
+    ALL_DTYPES,
+    BF16,
+    gt_total,
+    lt_total_raw,
+    sort_key,
+    special_values,
+    stable_order,
+    total_order_key,
+)
+
+import xlamlir as xm
+
+# Rows along the last dimension: groups of 16 (32-bit keys) or 8 (several operands) rows,
+# partial ones, lengths 2..512 not all powers of two, a leading batch dimension.
+SHAPES = [(5, 2), (17, 3), (9, 16), (4, 33), (3, 7, 64), (20, 100), (18, 256), (6, 512)]
+NETWORK_DTYPES = [t for t in ALL_DTYPES if np.dtype(t).itemsize <= 4]
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    return a.view(f"u{a.dtype.itemsize}") if a.dtype != np.bool_ else a
+
+
+def _matrix(dtype: object, dims: tuple[int, ...], seed: int) -> np.ndarray:
+    return special_values(dtype, int(np.prod(dims)), seed).reshape(dims)
+
+
+@pytest.mark.parametrize("dtype", NETWORK_DTYPES, ids=lambda t: np.dtype(t).name)
+def test_one_operand_is_the_stable_sort_bit_for_bit(dtype: object) -> None:
+    is_float = np.dtype(dtype).kind == "f" or np.dtype(dtype) == BF16
+    arrays = [_matrix(dtype, s, i) for i, s in enumerate(SHAPES)]
+
+    def build(b, *ps):
+        out = []
+        for p in ps:
+            out.append(b.sort(p))
+            out.append(b.sort(p, gt_total if is_float else (lambda u, v, *_: u.builder.gt(u, v))))
+            if is_float:
+                out.append(b.sort(p, lt_total_raw))
+        return out
+
+    got = iter(run(build, *arrays))
+    default_key = sort_key if is_float else (lambda v: (int(v),))
+    other_key = total_order_key if is_float else default_key
+    for x in arrays:
+        cases = [(default_key, False), (other_key, True)] + ([(total_order_key, False)] if is_float else [])
+        for key, desc in cases:
+            want = np.take_along_axis(x, stable_order(x, key, desc), -1)
+            np.testing.assert_array_equal(_bits(next(got)), _bits(want), err_msg=f"{x.shape} desc={desc}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.uint16, BF16, np.bool_],
+                         ids=lambda t: np.dtype(t).name)
+def test_several_operands_keep_ties_in_index_order(dtype: object) -> None:
+    is_float = np.dtype(dtype).kind == "f" or np.dtype(dtype) == BF16
+    arrays = [_matrix(dtype, s, 10 + i) for i, s in enumerate(SHAPES)]
+
+    def build(b, *ps):
+        out = []
+        for p in ps:
+            iota = b.iota(xm.Shape.array(xm.S32, p.shape.dimensions), p.shape.rank - 1)
+            out.append(b.sort([p, iota], is_stable=True))
+            out.append(b.sort([iota, p], lambda a, c, u, v: u.builder.gt(u, v) if not is_float
+                              else gt_total(u, v), is_stable=False, dimension=p.shape.rank - 1))
+        return out
+
+    got = iter(run(build, *arrays))
+    default_key = sort_key if is_float else (lambda v: (int(v),))
+    other_key = total_order_key if is_float else default_key
+    for x in arrays:
+        values_, indices = next(got)
+        want = stable_order(x, default_key)
+        np.testing.assert_array_equal(indices, want, err_msg=str(x.shape))
+        np.testing.assert_array_equal(_bits(values_), _bits(np.take_along_axis(x, want, -1)))
+        indices, values_ = next(got)
+        # is_stable=False: any order of ties is allowed, but ours is the stable one.
+        want = stable_order(x, other_key, True)
+        np.testing.assert_array_equal(indices, want, err_msg=f"{x.shape} descending")
+        np.testing.assert_array_equal(_bits(values_), _bits(np.take_along_axis(x, want, -1)))
+
+
+def test_short_rows_sort_is_a_vector_network() -> None:
+    b = xm.XlaBuilder("rows")
+    b.sort(b.parameter(0, xm.Shape.array(xm.F32, (64, 256))))
+    linalg = stage_text(b.build(), "linalg")
+    # 36 stages of the 256-point bitonic network, each one min and one max of 16 rows' keys.
+    assert linalg.count("arith.minui") == 36 and linalg.count("arith.maxui") == 36
+    assert "vector<16xi32>" in linalg
+    assert "func.call" not in linalg  # no comparator calls
+
+
+def test_long_rows_and_64_bit_keys_keep_the_radix_sort() -> None:
+    for dtype, dims in ((xm.F32, (64, 513)), (xm.F64, (64, 100)), (xm.F32, (2, 100))):
+        b = xm.XlaBuilder("rows")
+        b.sort(b.parameter(0, xm.Shape.array(dtype, dims)))
+        assert "arith.minui" not in stage_text(b.build(), "linalg"), (dtype, dims)
