@@ -40,12 +40,13 @@ def register_custom_call(name: str, fn: Any) -> None:
         _TARGETS[name] = fn
 
 
-def _lookup(name: str) -> Any:
+def _lookup(name: str, location: str = "") -> Any:
     with _LOCK:
         target = _TARGETS.get(name)
     if target is None:
+        where = f" (the custom_call at {location})" if location else ""
         raise CustomCallError(f"no custom-call target {name!r} is registered "
-                              f"(xm.register_custom_call){_did_you_mean(name)}")
+                              f"(xm.register_custom_call){where}{_did_you_mean(name)}")
     return target
 
 
@@ -80,6 +81,7 @@ class Trampoline:
                  builtins: dict[str, Callable[..., None]] | None = None) -> None:
         self.target = record["target"]
         self.opaque = record["opaque"]
+        self.location = record.get("location", "")
         self.inputs = [Shape.parse(s) for s in record["inputs"].split(";") if s]
         self.results = [Shape.parse(s) for s in record["results"].split(";") if s]
         self.errors = errors
@@ -95,7 +97,7 @@ class Trampoline:
             if self.builtin is not None:
                 self.builtin(ins, outs, self.opaque)
                 return
-            target = _lookup(self.target)
+            target = _lookup(self.target, self.location)
             if isinstance(target, (int, ctypes._CFuncPtr)):  # noqa: SLF001 - ctypes' own type
                 self._call_c(target, ins, outs)
             else:

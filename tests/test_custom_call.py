@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -157,3 +158,13 @@ def test_custom_call_hlo_text() -> None:
     assert '"xhlo.custom_call"' in text
     assert 'call_target_name = "my.target"' in text and 'backend_config = "o"' in text
     assert 'result_shape = "f32[2,1]"' in text
+
+
+def test_an_unregistered_target_names_the_op_s_line() -> None:
+    b = xm.XlaBuilder("unregistered_target")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (2,)))
+    b.custom_call("session4_nobody_registered_this", [x], xm.Shape.array(xm.F32, (2,)))
+    line = sys._getframe().f_lineno - 1
+    exe = xm.compile(b.build())
+    with pytest.raises(xm.CustomCallError, match=rf"custom_call at .*test_custom_call\.py:{line}\b"):
+        exe(np.float32([1, 2]))

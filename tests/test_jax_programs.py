@@ -294,11 +294,24 @@ def test_import_of_a_lowered_object_and_its_text():
 
 
 def test_error_in_a_jax_program_names_the_python_line():
+    # A custom call nobody registered (it may be registered after the import, so the call
+    # fails): the error names the target and the user's line of the op.
+    def f(x):
+        return jax.ffi.ffi_call("my_mistyped_target", jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+    with pytest.raises(xm.XlaError, match=r"my_mistyped_target(.|\n)*custom_call at "
+                                          r".*test_jax_programs\.py:\d+"):
+        xm.jit(f)(np.eye(3, dtype=np.float32))
+
+
+def test_narrow_float_conversion_equals_jax():
+    # (This was the unsupported-type example before the narrow types landed.)
     def f(x):
         return x.astype(jnp.float8_e4m3fn)
 
-    with pytest.raises(xm.CompileError, match=r"stablehlo\.convert at .*test_jax_programs\.py.*f8E4M3FN"):
-        xm.jit(f)(np.ones(3, np.float32))
+    x = np.concatenate([np.linspace(-500, 500, 101, dtype=np.float32), np.float32([np.nan, np.inf, -0.0])])
+    ours, theirs = np.asarray(xm.jit(f)(x)), np.asarray(jax.jit(f)(x))
+    np.testing.assert_array_equal(ours.view(np.uint8), theirs.view(np.uint8))
 
 
 def test_jax_export_artifacts():

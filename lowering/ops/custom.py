@@ -10,6 +10,9 @@ symbol to the registered function. Imports `dialect` and the lowering modules.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from mlir import ir
 from mlir.dialects import bufferization, func, memref
 
@@ -42,6 +45,28 @@ def _declare(module: ir.Operation, types: list[ir.Type], record: dict[str, str])
     return symbol
 
 
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _is_library_file(file: str) -> bool:
+    """A module of this package: the repository root's own .py files and its sub-packages
+    (the root also holds tests/, bench/ and examples/, which are users of it)."""
+    try:
+        relative = Path(file).resolve().relative_to(_PACKAGE_ROOT)
+    except (ValueError, OSError):
+        return False
+    return len(relative.parts) == 1 or (_PACKAGE_ROOT / relative.parts[0] / "__init__.py").exists()
+
+
+def source_line(location: ir.Location) -> str:
+    """The first `file:line` of `location` outside this library (the user's line of the op,
+    also through jax's call-site locations), or ""."""
+    for file, line in re.findall(r'"([^"]+)":(\d+)', str(location)):
+        if not _is_library_file(file):
+            return f"{file}:{line}"
+    return ""
+
+
 def runtime_call(v: OpView, target: str, opaque: str, inputs: list[ir.Value],
                  result_leaves: list[Shape]) -> list[ir.Value]:
     """Call the runtime-bound function for `target` on `inputs` (array leaves, read in
@@ -59,6 +84,7 @@ def runtime_call(v: OpView, target: str, opaque: str, inputs: list[ir.Value],
         "opaque": opaque,
         "inputs": ";".join(str(shape_of(value)) for value in inputs),
         "results": ";".join(str(leaf) for leaf in result_leaves),
+        "location": source_line(v.op.location),
     }
     symbol = _declare(module_of(v.op.operation), [b.type for b in buffers + outputs], record)
     func.CallOp([], ir.FlatSymbolRefAttr.get(symbol), buffers + outputs)
