@@ -170,3 +170,18 @@ def test_results_do_not_depend_on_the_number_of_worker_threads(tmp_path: Path) -
     assert json.loads(run.stdout.splitlines()[-1])["workers"] == 1
     for ours, path in zip(many, paths):
         np.testing.assert_array_equal(np.load(path), ours)
+
+
+def test_a_captured_vector_is_read_unaligned_from_the_context() -> None:
+    # rng_uniform f16 over 4000 elements captures a vector<16xf32> constant into its parallel
+    # loop. The context sits 16-byte aligned on the stack; read with the vector's ABI
+    # alignment (64) LLVM emitted an aligned zmm move and the call crashed (SIGSEGV).
+    b = xm.XlaBuilder("captured_vector")
+    b.rng_uniform(b.constant(np.float16(-1)), b.constant(np.float16(1)), xm.Shape.array(xm.F16, (4000,)))
+    exe = xm.compile(b.build())
+    llvm_text = exe.stages["llvm"]
+    accesses = re.findall(r"llvm\.(?:load|store) [^\n]*vector<16xf32>", llvm_text)
+    alignments = [re.search(r"alignment = (\d+)", line) for line in accesses]
+    assert accesses and all(a is not None and int(a.group(1)) <= 16 for a in alignments), accesses
+    values = exe()
+    assert values.shape == (4000,) and values.min() >= -1 and values.max() < 1

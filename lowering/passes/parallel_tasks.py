@@ -313,6 +313,14 @@ def _context(types: list[str]) -> str:
     return f"!llvm.struct<({', '.join(types)})>" if types else "!llvm.struct<(i64)>"
 
 
+def _field_alignment(t: ir.Type) -> int | None:
+    """The alignment a context field is accessed with. The context is 16-byte aligned on the
+    caller's stack, but a vector's ABI alignment is its size (64 bytes for vector<16xf32>):
+    with the default, LLVM loads it with an aligned move (vmovaps zmm), which faults on a
+    16-byte aligned slot. Vectors are accessed unaligned; scalars and descriptors need <= 16."""
+    return 1 if str(t).startswith("vector<") else None
+
+
 def _dispatch_at(call: Any, body: str, types: list[ir.Type]) -> None:
     """The call of a loop's dispatcher replaced by its values stored into a context (on
     the caller's stack: allocated in its entry block, once however often the loop runs)
@@ -331,7 +339,8 @@ def _dispatch_at(call: Any, body: str, types: list[ir.Type]) -> None:
         with ir.InsertionPoint(call):
             total, *values = list(call.operands)
             for k, value in enumerate(values):
-                llvm.store(value, llvm.getelementptr(ptr, ctx, [], [0, k], context, 0))
+                llvm.store(value, llvm.getelementptr(ptr, ctx, [], [0, k], context, 0),
+                           alignment=_field_alignment(value.type))
             fn = llvm.AddressOfOp(ptr, ir.FlatSymbolRefAttr.get(body)).result
             llvm.CallOp(None, [fn, ctx, total], [], [], callee=ir.FlatSymbolRefAttr.get(PARALLEL_FOR))
     call.erase()
@@ -350,7 +359,7 @@ def _read_context(body_fn: Any, types: list[ir.Type]) -> None:
         values = []
         for k, t in enumerate(types):
             address = llvm.getelementptr(ptr, ctx, [], [0, k], context, 0)
-            values.append(llvm.load(t, address))
+            values.append(llvm.load(t, address, alignment=_field_alignment(t)))
         llvm.br([first, last, *values], old)
     body_fn.attributes["function_type"] = ir.TypeAttr.get(ir.Type.parse("!llvm.func<void (ptr, i64, i64)>"))
     if "arg_attrs" in body_fn.attributes:
