@@ -67,14 +67,18 @@ def test_preferred_type_widens_int8():
     assert got[0, 0] == 160000
 
 
-@pytest.mark.parametrize("gs_dtype", [np.int32, np.int64, np.uint32, np.int8])
-@pytest.mark.parametrize("sizes", [[2, 3, 2], [0, 7, 0], [0, 0, 0], [1, 1, 1], [5, 5, 5], [3, -1, 4]],
-                         ids=["exact", "empty-groups", "all-empty", "short", "past-the-end", "negative"])
+_SIZES = {"exact": [2, 3, 2], "empty-groups": [0, 7, 0], "all-empty": [0, 0, 0], "short": [1, 1, 1],
+          "past-the-end": [5, 5, 5], "negative": [3, -1, 4]}
+
+
+# An unsigned group_sizes has no negative sizes: that combination is not a case.
+@pytest.mark.parametrize("gs_dtype, sizes", [
+    pytest.param(t, sizes, id=f"{np.dtype(t).name}-{name}")
+    for t in (np.int32, np.int64, np.uint32, np.int8) for name, sizes in _SIZES.items()
+    if not (t == np.uint32 and min(sizes) < 0)])
 def test_group_sizes(gs_dtype, sizes):
     """Sizes summing to less than the dimension leave the remaining rows zero; past the end
     they are cut; a negative size moves the later groups back (running sums, as XLA)."""
-    if gs_dtype == np.uint32 and min(sizes) < 0:
-        pytest.skip("negative size")
     check(data((7, 3), np.float32, 1), data((3, 3, 2), np.float32, 2), np.array(sizes, gs_dtype), MK_GKN)
 
 
