@@ -46,6 +46,7 @@ from mlir.dialects import arith, bufferization, scf, tensor
 
 from ...dialect.element_types import PrimitiveType
 from ..patterns.computations import apply_computation, current_library
+from ..scalar.arithmetic import int_like, int_splat
 from ..scalar.storage import from_storage
 from .indexing import element_type, index_const
 
@@ -273,41 +274,25 @@ def _key_bits(t: PrimitiveType) -> int:
     return 8 if t.is_pred else t.bit_width
 
 
-def _int_like(x: ir.Value, width: int) -> ir.Type:
-    """iN, or a vector of iN shaped as `x` when it is a vector (the network's keys)."""
-    it = ir.IntegerType.get_signless(width)
-    if isinstance(x.type, ir.VectorType):
-        return ir.VectorType.get(ir.VectorType(x.type).shape, it)
-    return it
-
-
-def _const(t: ir.Type, value: int) -> ir.Value:
-    """An integer constant of `t`, splat when `t` is a vector type."""
-    if isinstance(t, ir.VectorType):
-        return arith.constant(t, ir.DenseElementsAttr.get_splat(
-            t, ir.IntegerAttr.get(ir.VectorType(t).element_type, value)))
-    return arith.constant(t, value)
-
-
 def sort_key(x: ir.Value, t: PrimitiveType, order: KeyOrder) -> ir.Value:
     """`x` (storage type, or a vector of it) as an unsigned integer key in the order's order."""
     width = _key_bits(t)
-    it = _int_like(x, width)
+    it = int_like(x, width)
     bits = x if x.type == it else arith.bitcast(it, x)
-    sign = _const(it, -(1 << (width - 1)))
+    sign = int_splat(it, -(1 << (width - 1)))
     if order.kind in ("float_total", "float_nan_last"):
         # Negative floats: all bits flipped (larger magnitude, smaller key); positive
         # ones: the sign bit set, above every negative.
-        negative = arith.shrsi(bits, _const(it, width - 1))
+        negative = arith.shrsi(bits, int_splat(it, width - 1))
         key = arith.xori(bits, arith.ori(negative, sign))
         if order.kind == "float_nan_last":
-            key = arith.select(_is_nan(x, t), _const(it, -1), key)
+            key = arith.select(_is_nan(x, t), int_splat(it, -1), key)
     elif order.kind == "signed":
         key = arith.xori(bits, sign)
     else:
         key = bits
     if not order.ascending:
-        key = arith.xori(key, _const(it, -1))
+        key = arith.xori(key, int_splat(it, -1))
     return key
 
 
@@ -364,15 +349,15 @@ def _decoder(t: PrimitiveType, storage: ir.Type, order: KeyOrder
     width = _key_bits(t)
 
     def decode(key: ir.Value) -> ir.Value:
-        it = _int_like(key, width)
+        it = int_like(key, width)
         if not order.ascending:
-            key = arith.xori(key, _const(it, -1))
-        sign = _const(it, -(1 << (width - 1)))
+            key = arith.xori(key, int_splat(it, -1))
+        sign = int_splat(it, -(1 << (width - 1)))
         if order.kind in ("float_total", "float_nan_last"):
             # Keys of positive floats have the sign bit set (clear it); negative ones had
             # every bit flipped.
-            positive = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(key, sign), _const(it, 0))
-            bits = arith.select(positive, arith.xori(key, sign), arith.xori(key, _const(it, -1)))
+            positive = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(key, sign), int_splat(it, 0))
+            bits = arith.select(positive, arith.xori(key, sign), arith.xori(key, int_splat(it, -1)))
         elif order.kind == "signed":
             bits = arith.xori(key, sign)
         else:
@@ -387,12 +372,12 @@ def _decoder(t: PrimitiveType, storage: ir.Type, order: KeyOrder
 
 def _is_nan(x: ir.Value, t: PrimitiveType) -> ir.Value:
     width = _key_bits(t)
-    it = _int_like(x, width)
+    it = int_like(x, width)
     bits = x if x.type == it else arith.bitcast(it, x)
-    magnitude = arith.andi(bits, _const(it, (1 << (width - 1)) - 1))
+    magnitude = arith.andi(bits, int_splat(it, (1 << (width - 1)) - 1))
     exponent = {PrimitiveType.F16: 5, PrimitiveType.BF16: 8, PrimitiveType.F32: 8,
                 PrimitiveType.F64: 11}[t]
-    inf = _const(it, ((1 << exponent) - 1) << (width - 1 - exponent))
+    inf = int_splat(it, ((1 << exponent) - 1) << (width - 1 - exponent))
     return arith.cmpi(arith.CmpIPredicate.ugt, magnitude, inf)
 
 

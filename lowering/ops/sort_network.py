@@ -34,6 +34,7 @@ from mlir import ir
 from mlir.dialects import arith, scf, tensor, vector
 
 from ...dialect.element_types import PrimitiveType
+from ..scalar.arithmetic import int_splat
 from .indexing import element_type, index_const
 from .sort_kernels import KeyOrder, decoder, for_range, if_values, is_nan, key_bits, sort_key
 
@@ -47,11 +48,6 @@ def network_applies(dims: Sequence[int], axis: int, types: Sequence[PrimitiveTyp
     of at least a few rows, keys of at most 32 bits."""
     return (len(dims) >= 2 and axis == len(dims) - 1 and 2 <= dims[-1] <= NETWORK_MAX
             and dims[-2] >= 4 and key_bits(types[order.operand]) <= 32)
-
-
-def _splat(vtype: ir.VectorType, value: int) -> ir.Value:
-    return arith.constant(vtype, ir.DenseElementsAttr.get_splat(
-        vtype, ir.IntegerAttr.get(vtype.element_type, value)))
 
 
 def _bitonic(keys: ir.Value, size: int, vtype: ir.VectorType) -> ir.Value:
@@ -141,19 +137,19 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
             if width > key_bits(key_type):
                 key = arith.extui(vtype, key)
             if not single:  # the key above the position
-                key = arith.ori(arith.shli(key, _splat(vtype, 32)),
+                key = arith.ori(arith.shli(key, int_splat(vtype, 32)),
                                 vector.broadcast(vtype, arith.index_cast(kt, i)))
             buffer = vector.transfer_write(buffer.type, key, buffer, [i, index_const(0)], along, [True])
             if nan_last:
-                nans = arith.addi(nans, arith.select(is_nan(x, key_type), _splat(i32v, 1),
-                                                     _splat(i32v, 0)))
+                nans = arith.addi(nans, arith.select(is_nan(x, key_type), int_splat(i32v, 1),
+                                                     int_splat(i32v, 0)))
             return [buffer, nans]
 
         buffer = tensor.EmptyOp([size, lanes], kt).result
-        buffer, nans = for_range(0, n, [buffer, _splat(i32v, 0)], fill)
+        buffer, nans = for_range(0, n, [buffer, int_splat(i32v, 0)], fill)
         if size > n:
             def pad(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
-                return [vector.transfer_write(buffer_type, _splat(vtype, -1), carried[0],
+                return [vector.transfer_write(buffer_type, int_splat(vtype, -1), carried[0],
                                               [i, index_const(0)], along, [True])]
             buffer = for_range(n, size, [buffer], pad)[0]
         buffer = _bitonic(buffer, size, vtype)

@@ -310,7 +310,7 @@ def quiet_bit(t: PrimitiveType) -> int:
     return 1 << (fmt.mantissa_bits - 1) if fmt.nan == "ieee" else 0
 
 
-def _int_like(value: ir.Value, bits: int) -> ir.Type:
+def int_like(value: ir.Value, bits: int) -> ir.Type:
     """The signless integer type of `value`'s shape (scalar or vector) for bit casts."""
     int_type = ir.IntegerType.get_signless(bits)
     if isinstance(value.type, ir.VectorType):
@@ -318,7 +318,8 @@ def _int_like(value: ir.Value, bits: int) -> ir.Type:
     return int_type
 
 
-def _int_splat(int_type: ir.Type, value: int) -> ir.Value:
+def int_splat(int_type: ir.Type, value: int) -> ir.Value:
+    """An integer constant of `int_type`, splat when it is a vector type."""
     if isinstance(int_type, ir.VectorType):
         element = ir.IntegerAttr.get(ir.VectorType(int_type).element_type, value)
         return arith.constant(int_type, ir.DenseElementsAttr.get_splat(int_type, element))
@@ -335,7 +336,7 @@ def float_extremum(t: PrimitiveType, x: ir.Value, y: ir.Value, *, maximum: bool)
       NaNs (`x + y`, `maximumf`): LLVM may commute those, and then the NaN depends on the
       register allocation (in vector code max(NaN 1, NaN 0) returned the second).
     """
-    int_type = _int_like(x, t.bit_width)
+    int_type = int_like(x, t.bit_width)
     wins, join_zeros = (F.OGT, arith.andi) if maximum else (F.OLT, arith.ori)
     # The float values only compare; the result is selected among their bits. (LLVM keeps
     # f16/bf16 values in f32 registers, and rounding a select of those back to bf16 on
@@ -343,7 +344,7 @@ def float_extremum(t: PrimitiveType, x: ir.Value, y: ir.Value, *, maximum: bool)
     xi, yi = arith.bitcast(int_type, x), arith.bitcast(int_type, y)
     bit = quiet_bit(t)
     if bit:
-        quiet = _int_splat(int_type, bit)
+        quiet = int_splat(int_type, bit)
         xi_quiet, yi_quiet = arith.ori(xi, quiet), arith.ori(yi, quiet)
     else:
         xi_quiet, yi_quiet = xi, yi
