@@ -63,3 +63,73 @@ def test_hints_reach_the_llvm_stage_of_a_matmul() -> None:
     rng = np.random.default_rng(0)
     a, c = rng.standard_normal((96, 64), dtype=np.float32), rng.standard_normal((64, 80), dtype=np.float32)
     np.testing.assert_allclose(exe(a, c), a.astype(np.float64) @ c, rtol=1e-4, atol=1e-4)
+
+
+_INNER = """
+func.func @f(%m: memref<8x1024xf32>, %big: memref<4096xf32>) -> vector<16xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %c1024 = arith.constant 1024 : index
+  %zeros = arith.constant dense<0.0> : vector<16xf32>
+  %sum = scf.for %j = %c0 to %c1024 step %c16 iter_args(%acc = %zeros) -> vector<16xf32> {
+    %v = vector.load %m[%c0, %j] : memref<8x1024xf32>, vector<16xf32>
+    %s = arith.addf %acc, %v : vector<16xf32>
+    scf.yield %s : vector<16xf32>
+  }
+  %short = scf.for %j = %c0 to %c64 step %c16 iter_args(%acc = %zeros) -> vector<16xf32> {
+    %v = vector.load %m[%c1, %j] : memref<8x1024xf32>, vector<16xf32>
+    %s = arith.addf %acc, %v : vector<16xf32>
+    scf.yield %s : vector<16xf32>
+  }
+  %long = scf.for %j = %c0 to %c1024 step %c16 iter_args(%acc = %zeros) -> vector<16xf32> {
+    %v = vector.load %m[%c0, %j] : memref<8x1024xf32>, vector<16xf32>
+    %a = arith.mulf %v, %v : vector<16xf32>
+    %b = arith.mulf %a, %v : vector<16xf32>
+    %c = arith.mulf %b, %v : vector<16xf32>
+    %d = arith.mulf %c, %v : vector<16xf32>
+    %e = arith.mulf %d, %v : vector<16xf32>
+    %f = arith.mulf %e, %v : vector<16xf32>
+    %g = arith.mulf %f, %v : vector<16xf32>
+    %h = arith.mulf %g, %v : vector<16xf32>
+    %i = arith.mulf %h, %v : vector<16xf32>
+    %k = arith.mulf %i, %v : vector<16xf32>
+    %l = arith.mulf %k, %v : vector<16xf32>
+    %n = arith.mulf %l, %v : vector<16xf32>
+    %o = arith.mulf %n, %v : vector<16xf32>
+    %p = arith.mulf %o, %v : vector<16xf32>
+    %q = arith.mulf %p, %v : vector<16xf32>
+    %s = arith.addf %acc, %q : vector<16xf32>
+    scf.yield %s : vector<16xf32>
+  }
+  %all = arith.addf %sum, %short : vector<16xf32>
+  %r = arith.addf %all, %long : vector<16xf32>
+  return %r : vector<16xf32>
+}
+"""
+
+
+def test_long_small_inner_vector_loops_are_unrolled_partially() -> None:
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.parse(_INNER)
+        run_pass(module, "loops", no_outer_unrolling)
+        loops = []
+        module.operation.walk(lambda op: (loops.append(op) if op.name == "scf.for" else None,
+                                          ir.WalkResult.ADVANCE)[1], ir.WalkOrder.PRE_ORDER)
+        marks = [str(loop.attributes["loop_annotation"]) if "loop_annotation" in loop.attributes
+                 else None for loop in loops]
+    # 64 trips of a 2-op body: unrolled 4 times, not 64; 4 trips (LLVM may unroll them
+    # all) and a 17-op body (too big for a full unroll) are left to LLVM.
+    assert marks[0] is not None and "count = 4" in marks[0] and "disable" not in marks[0]
+    assert marks[1:] == [None, None]
+
+
+def test_partial_unroll_reaches_the_llvm_stage_of_a_row_sum() -> None:
+    b = xm.XlaBuilder("row_sum")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (64, 1024)))
+    b.reduce(x, b.constant(np.float32(0)), lambda acc, v: acc + v, [1])
+    exe = xm.compile(b.build())
+    assert "#llvm.loop_unroll<count = 4 : i32>" in exe.stages["llvm"]
+    a = np.random.default_rng(1).standard_normal((64, 1024), dtype=np.float32)
+    np.testing.assert_allclose(exe(a), a.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-4)
