@@ -33,6 +33,7 @@ from .executable import Executable
 from .inspection import compile_stats, dump_compilation
 from .io import Infeed, Outfeed
 from .io import builtins as io_builtins
+from .jit_symbols import needs_runtime_libraries
 from .lower import parse_module, pipeline_for_target
 from .replicas import collective_builtins
 from .targets import resolve, retarget
@@ -217,10 +218,15 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         handler = context.attach_diagnostic_handler(collect)
         try:
             load_async_runtime()
+            # The runner utils load libMLIR and libLLVM (~25 ms): only for a module that
+            # calls into them (runtime/jit_symbols.py).
+            final_text = next(reversed(stages.values()), None) or str(module)
+            libraries = runtime_libraries() if needs_runtime_libraries(
+                module, final_text, [r["symbol"] for r in custom_records]) else []
             # XLAMLIR_KEEP_OBJECT=1 keeps the machine code for `exe.write_object(path)`
             # (to disassemble: which instructions a target_cpu really gets); the disk
             # cache stores it.
-            engine = ExecutionEngine(module, opt_level=JIT_OPT_LEVEL, shared_libs=runtime_libraries(),
+            engine = ExecutionEngine(module, opt_level=JIT_OPT_LEVEL, shared_libs=libraries,
                                      enable_object_dump=keep_object or bool(entry and entry.key))
         except Exception as e:  # noqa: BLE001 - the binding raises RuntimeError
             detail = "\n".join(diagnostics) or str(e)

@@ -1,0 +1,79 @@
+"""Per-process and per-compile fixed costs of compiling (issue #17). Structure only: the
+machine is shared, so no timing is asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from mlir import ir
+
+from xlamlir.dialect.context import new_context
+from xlamlir.runtime.jit_symbols import external_symbols, needs_runtime_libraries
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _module(declarations: str, body_type: str = "f32") -> tuple[ir.Module, str]:
+    text = f"""
+    module {{
+      {declarations}
+      llvm.func @main(%a: {body_type}) -> {body_type} {{
+        llvm.return %a : {body_type}
+      }}
+    }}"""
+    return ir.Module.parse(text, context=new_context()), text
+
+
+def test_external_symbols_are_the_declared_functions_and_globals() -> None:
+    module, _ = _module("llvm.func @expf(f32) -> f32\n"
+                        "llvm.mlir.global external @outside() : i32\n"
+                        "llvm.mlir.global internal @inside(3 : i32) : i32")
+    assert external_symbols(module) == ["expf", "outside"]
+
+
+def test_the_runner_utils_only_for_symbols_the_process_lacks() -> None:
+    def needs(declarations: str, bound: tuple[str, ...] = (), body_type: str = "f32") -> bool:
+        module, text = _module(declarations, body_type)
+        return needs_runtime_libraries(module, text, bound)
+
+    assert not needs("")
+    assert not needs("llvm.func @expf(f32) -> f32\nllvm.func @malloc(i64) -> !llvm.ptr")
+    assert needs("llvm.func @memrefCopy(i64, !llvm.ptr, !llvm.ptr)")
+    assert needs("llvm.func @no_such_symbol_anywhere(f32) -> f32")
+    # A custom call's trampoline is the engine's own symbol.
+    assert not needs("llvm.func @_mlir_ciface_my_target(!llvm.ptr)", bound=("my_target",))
+    assert needs("llvm.func @_mlir_ciface_my_target(!llvm.ptr)", bound=("other",))
+    # LLVM may call a library for 16-bit float conversions it was never told of.
+    assert needs("", body_type="bf16") and needs("", body_type="f16")
+
+
+def test_a_compile_loads_the_runner_utils_only_when_its_code_calls_them() -> None:
+    # A fresh process: axpy leaves libMLIR unloaded; a column-major parameter returned in
+    # a tuple is copied by memrefCopy, which loads it, and both results are right.
+    script = """
+        import numpy as np
+        import xlamlir as xm
+        def loaded():
+            return "libmlir_c_runner_utils" in open("/proc/self/maps").read()
+        b = xm.XlaBuilder("axpy")
+        x = b.parameter(0, xm.Shape.array(xm.F32, (5,)))
+        b.add(b.mul(b.constant(np.float32(2)), x), x)
+        y = xm.compile(b.build())(np.arange(5, dtype=np.float32))
+        print(loaded(), y.tolist() == [0.0, 3.0, 6.0, 9.0, 12.0])
+        b = xm.XlaBuilder("layouts")
+        x = b.parameter(0, xm.Shape.array(xm.F32, (3, 5), (0, 1)))
+        b.tuple([x, b.add(x, x)])
+        data = np.asfortranarray(np.arange(15, dtype=np.float32).reshape(3, 5))
+        first, second = xm.compile(b.build())(data)
+        print(loaded(), (first == data).all() and (second == 2 * data).all())
+    """
+    env = {**os.environ, "XLAMLIR_CACHE_DIR": "off", "PYTHONPATH": str(ROOT.parent)}
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True", "True", "True"]
