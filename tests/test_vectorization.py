@@ -311,3 +311,21 @@ def test_while_state_read_out_of_order_stays_correct() -> None:
     for _ in range(5):
         expected = expected[::-1] * np.float32(0.5) + np.float32(1)
     np.testing.assert_array_equal(exe(x), expected)
+
+
+def test_split_follows_the_affinity_and_never_changes_a_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The outermost parallel loop is split over the cores this process may use (its
+    # affinity, not the machine's count); each output is computed the same way either way.
+    from xlamlir.lowering.passes import vectorize
+
+    x = np.random.default_rng(7).standard_normal((2048, 512), dtype=np.float32)
+    monkeypatch.setattr(vectorize.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    clear_cache()
+    one = row_sum(2048, 512)
+    monkeypatch.setattr(vectorize.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    clear_cache()
+    three = row_sum(2048, 512)
+    clear_cache()
+    assert "scf.forall" not in one.stages["vectorized"]
+    assert "scf.forall (%arg2) in (3)" in three.stages["vectorized"]
+    np.testing.assert_array_equal(one(x), three(x))

@@ -93,7 +93,16 @@ REDUCTION_TILE = 8  # reduction rows folded per vector step
 # Work (elements x body ops) above which an op is split across cores: the async
 # runtime's dispatch costs a few microseconds.
 PARALLEL_MIN_WORK = 1 << 18
-THREADS = max(1, min(os.cpu_count() or 1, 8))
+MAX_THREADS = 8
+
+
+def threads() -> int:
+    """The cores this process may run on (its affinity: `taskset`, a container's cpuset),
+    at most MAX_THREADS. Only the split of an outermost parallel loop depends on it, so
+    only the speed does, never a result."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, MAX_THREADS))
+
 
 _VECTORIZABLE_BODY = ("arith.", "math.")
 # The iteration indices and affine functions of them (a mask `iota < size` fused into a
@@ -203,11 +212,12 @@ def _plan(op: Any) -> dict[str, Any] | None:
         work *= size
     work *= max(1, body_ops)
     split = None
-    if THREADS > 1 and work >= PARALLEL_MIN_WORK and kinds[0] == "parallel":
+    cores = threads()
+    if cores > 1 and work >= PARALLEL_MIN_WORK and kinds[0] == "parallel":
         if len(ranges) == 1:
-            chunk = -(-ranges[0] // (THREADS * width)) * width
+            chunk = -(-ranges[0] // (cores * width)) * width
         else:
-            chunk = -(-ranges[0] // THREADS)
+            chunk = -(-ranges[0] // cores)
         if chunk < ranges[0]:
             split = chunk
     return {"ranges": ranges, "tiles": tiles, "width": width, "split": split,
