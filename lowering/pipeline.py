@@ -25,6 +25,7 @@ from .passes.destinations import output_tensors, split_shared_inits
 from .passes.exact_fma import exact_fma
 from .passes.fusion import duplicate_cheap_producers
 from .passes.i1_memory import widen_i1_memrefs
+from .passes.in_place import elementwise_in_place
 from .passes.jit_wrappers import entry_not_inlined
 from .passes.loop_hints import no_outer_unrolling
 from .passes.loop_state import loop_state_in_place
@@ -67,8 +68,13 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         # again: recomputed in each consumer (reductions too) instead of a temporary.
         duplicate_cheap_producers,
         "linalg-fuse-elementwise-ops",
+        # Again: a producer fused above may now be a cheap one with several users
+        # (attention's scaled scores, read by the max, the exp-sum and the division).
+        duplicate_cheap_producers,
+        "linalg-fuse-elementwise-ops",
         "canonicalize",
         "cse",
+        elementwise_in_place,  # attention's probabilities written over its scores
     ]),
     ("tiled", [
         # Matmuls and convolutions: packed, tiled for cache and registers, vectorized and
