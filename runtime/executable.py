@@ -3,7 +3,10 @@
 The entry point `_mlir_ciface_main(memref descriptors...)` is called through
 ctypes, which releases the GIL for the duration of the native call. The call
 path only checks arguments, fills one int64 buffer of descriptors and
-allocates the results. Imports `dialect` and `runtime.arguments`.
+allocates the results. From its second call on, an executable whose parameters
+and results are plain arrays first tries the C path (runtime/fastcall.py), which
+does the same for arguments that need no conversion and leaves every other call
+to ctypes. Imports `dialect` and `runtime.arguments`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from ..dialect.hlo_text import hlo_text
 from ..dialect.ops_dynamic import dynamic_result_of, slice_to_sizes
 from ..dialect.shape import Shape
 from ..lowering.ops.rng import rng_state, set_rng_seed, set_rng_state
+from . import fastcall
 from .arguments import LeafSpec, coerce, strides_fit
 from .custom_calls import CustomCallError
 from .export import export_executable
@@ -84,6 +88,36 @@ class Executable:
         if not address:
             raise RuntimeError("the compiled module has no _mlir_ciface_main")
         self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+        self._address = address
+        # The C path takes plain arrays in and out; custom calls (their errors are checked
+        # after the call), replicas, dynamic shapes and strides stay on the ctypes path.
+        self._fast_fits = (
+            self._single and not dynamic_strides and not self._callbacks and num_replicas == 1
+            and self.dynamic_result is None and _flat_arrays(result_shape)
+            and all(spec.order == "C" for spec in self._results) and 0 < len(self._results)
+            and count <= 64)
+        self._fast_pending = self._fast_fits
+        self._fast_run: Callable[[tuple[Any, ...]], Any] | None = None
+        self._calls = 0
+
+    def _use_fastcall(self) -> bool:
+        """Switch this executable's calls to the C path when it takes them and can be built."""
+        self._fast_pending = False
+        module = fastcall.module() if self._fast_fits else None
+        if module is None:
+            return False
+        leaves = [spec for group in self._params for spec in group] + self._results
+        described = [(spec.dtype, spec.dims, spec.byte_strides, at)
+                     for spec, at in zip(leaves, self._offsets)]
+        template = np.array(self._template[:self._slots], dtype=np.int64).tobytes()
+        try:
+            runner = module.FastCall(self._address, described[:len(self._fast)],
+                                     described[len(self._fast):], template,
+                                     not self._array_result)
+        except ValueError:  # more descriptor words than the C path keeps on its stack
+            return False
+        self._fast_run = runner.run
+        return True
 
     def _buffer(self) -> tuple[Any, int]:
         """This thread's descriptor buffer and the address of its packed argument array."""
@@ -200,6 +234,19 @@ class Executable:
         return arrays
 
     def __call__(self, *args: Any) -> Any:
+        run = self._fast_run
+        if run is not None:
+            result = run(args)
+            if result is not NotImplemented:
+                return result
+        elif self._fast_pending:
+            self._calls += 1
+            if self._calls >= fastcall.WARM_CALLS:
+                self._use_fastcall()
+        return self._call_ctypes(args)
+
+    def _call_ctypes(self, args: tuple[Any, ...]) -> Any:
+        """The general call: coerces what needs it, takes every layout and custom call."""
         local = self._local.__dict__
         buffer, packed = local.get("buffer") or self._buffer()
         if self._single and len(args) == len(self._fast) and not self._dynamic:
@@ -283,6 +330,12 @@ def _struct_address_reader() -> Callable[[np.ndarray], int] | None:
 
 # The data pointer of any numpy array (the address of its element 0).
 _address: Callable[[np.ndarray], int] = _struct_address_reader() or _interface_address
+
+
+def _flat_arrays(shape: Shape) -> bool:
+    """An array, or a tuple of arrays: what the C path returns as is."""
+    return shape.is_array() or (shape.is_tuple() and bool(shape.tuple_shapes)
+                                and all(s.is_array() for s in shape.tuple_shapes))
 
 
 def _leaves(shape: Shape) -> list[Shape]:
