@@ -10,6 +10,9 @@ Steps:
    constant zero tensor, then a `tensor.extract_slice` for what negative
    padding removes. After this step only strides and rhs dilation remain.
 3. Convolve `P` with the kernel into a zero-filled accumulator:
+   - a 1x1 unit-stride unpadded channels-last f32 convolution is the matmul
+     [N * spatial, C] x [C, O] on views of lhs and the kernel (`_pointwise`), which
+     the "tiled" stage schedules as one (packed kernel, split across cores);
    - a 2-D f32-accumulated convolution without groups or lhs dilation, large
      enough for the "tiled" stage's schedule, in any other layout, with strides
      and/or kernel dilations: `_nhwc` (step 3a') makes it one `conv_2d_nhwc_hwcf`
@@ -437,6 +440,55 @@ def _nhwc(c: _Conv, lhs: ir.Value, rhs: ir.Value, t: PrimitiveType) -> ir.Value 
     return _relayout(total, out_dims, ["N01C".index(ch) for ch in c.out_layout])
 
 
+def _pointwise(c: _Conv, lhs: ir.Value, rhs: ir.Value, t: PrimitiveType) -> ir.Value | None:
+    """A 1x1 (every window extent 1), unit-stride, unpadded, ungrouped channels-last f32
+    convolution as the matmul it is: [N * spatial, C] x [C, O] on views of both operands
+    (collapse_shape, no copy), the result expanded back. The "tiled" stage then gives it
+    the matmul schedule (B packed per core, column split), which beats the convolution
+    schedule's one-pixel-row tiles on this shape; None when it does not apply."""
+    d = c.d
+    window = [c.rhs.dimensions[dim] for dim in d.kernel_spatial_dimensions]
+    in_size = [c.lhs.dimensions[dim] for dim in d.input_spatial_dimensions]
+    out_size = [c.out.dimensions[dim] for dim in d.output_spatial_dimensions]
+    layout = c.lhs_layout
+    # Operands converted to f32 (f16, bf16) stay convolutions: the "fused" stage would fold
+    # the conversions into the matmul's body, which the schedule does not take.
+    if (t != P.F32 or c.lhs.element_type != P.F32 or c.rhs.element_type != P.F32
+            or c.groups != 1 or c.batch_groups != 1 or any(w != 1 for w in window)
+            or in_size != out_size or any(x != 1 for x in c.lhs_dilation)
+            or any(p != (0, 0) for p in c.padding) or layout != c.out_layout
+            or layout[0] != "N" or layout[-1] != "C"):
+        return None
+    features = c.lhs.dimensions[d.input_feature_dimension]
+    kernel_out = c.rhs.dimensions[d.kernel_output_feature_dimension]
+    rows = 1
+    for size in c.lhs.dimensions[:-1]:
+        rows *= size
+    if 2 * rows * features * kernel_out < SCHEDULED_MIN_FLOPS:
+        return None
+    rank = c.lhs.rank
+    x = tensor.collapse_shape(_tensor_type([rows, features], t), lhs, [list(range(rank - 1)), [rank - 1]])
+    # The kernel's unit spatial dimensions join either feature dimension: [I, O] or [O, I].
+    kernel_layout = "".join(ch for ch in c.rhs_layout if ch in "IO")
+    second = max(c.rhs_layout.index("I"), c.rhs_layout.index("O"))
+    kernel_dims = [features, kernel_out] if kernel_layout == "IO" else [kernel_out, features]
+    w = tensor.collapse_shape(_tensor_type(kernel_dims, t), rhs,
+                              [list(range(second)), list(range(second, c.rhs.rank))])
+    init = _zeros([rows, kernel_out], t)
+    if kernel_layout == "IO":
+        product = _value(linalg.matmul(x, w, outs=[init]))
+    else:  # B stored [O, I]: the transposed-B generic the matmul schedule also takes
+        m, n, k = (ir.AffineDimExpr.get(i) for i in range(3))
+        maps = [ir.AffineMap.get(3, 0, pair) for pair in ([m, k], [n, k], [m, n])]
+        op = linalg.GenericOp_([x, w], [init], maps, ["parallel", "parallel", "reduction"])
+        block = op.regions[0].blocks[0]
+        with ir.InsertionPoint(block):
+            linalg.YieldOp([multiply_add(t)(*block.arguments)])
+        product = op.results[0]
+    return tensor.expand_shape(_tensor_type(list(c.out.dimensions), t), product,
+                               [list(range(rank - 1)), [rank - 1]], [], list(c.out.dimensions))
+
+
 def _relayout(value: ir.Value, dims: Sequence[int], permutation: Sequence[int]) -> ir.Value:
     """`value` transposed, by tiles of vectors where that applies (ops/transpose_tiles.py)."""
     element = ir.RankedTensorType(value.type).element_type
@@ -543,7 +595,9 @@ def lower_convolution(v: OpView) -> ir.Value:
         return tensor.EmptyOp(list(out.dimensions), ir.RankedTensorType(v.result_type).element_type).result
     lhs = _convert(v.args["lhs"], c.lhs, acc)
     rhs = _convert(v.args["rhs"], c.rhs, acc)
-    result = _nhwc(c, lhs, rhs, acc)
+    result = _pointwise(c, lhs, rhs, acc)
+    if result is None:
+        result = _nhwc(c, lhs, rhs, acc)
     if result is not None:
         return _convert(result, out.with_element_type(acc), out.element_type)
     padded = _padded_input(c, lhs, acc)

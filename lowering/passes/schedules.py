@@ -763,6 +763,37 @@ _FOOTER = """
 """
 
 
+def _same_elements(a: ir.Type, b: ir.Type) -> bool:
+    """Static tensor types of the same element type and count (one is a reshape of the other)."""
+    if not (isinstance(a, ir.RankedTensorType) and isinstance(b, ir.RankedTensorType)):
+        return False
+    a, b = ir.RankedTensorType(a), ir.RankedTensorType(b)
+    if not (a.has_static_shape and b.has_static_shape) or a.element_type != b.element_type:
+        return False
+    count_a = count_b = 1
+    for size in a.shape:
+        count_a *= size
+    for size in b.shape:
+        count_b *= size
+    return count_a == count_b
+
+
+def _reshaped(value: ir.Value, to: ir.RankedTensorType) -> ir.Value:
+    """`value` viewed as `to` (same elements, row-major): collapsed to 1-D, then expanded."""
+    if value.type == to:
+        return value
+    t = ir.RankedTensorType(value.type)
+    flat = 1
+    for size in t.shape:
+        flat *= size
+    if t.rank != 1:
+        value = tensor.collapse_shape(ir.RankedTensorType.get([flat], t.element_type), value,
+                                      [list(range(t.rank))])
+    if to.rank != 1:
+        value = tensor.expand_shape(to, value, [list(range(to.rank))], [], list(to.shape))
+    return value
+
+
 def _write_into_outputs(func: Any) -> None:
     """Let results computed through reshapes write the output buffers directly.
 
@@ -790,9 +821,11 @@ def _write_into_outputs(func: Any) -> None:
                 value = owner.operands[len(owner.operands) - len(owner.results) + value.result_number]
             elif owner.name == "tensor.empty":
                 ours = TAG + ".dest" in owner.attributes  # used by the column parts only
-                if reshaped and value.type == source.type and (len(list(value.uses)) == 1 or ours):
+                sole = len(list(value.uses)) == 1 or ours
+                if reshaped and _same_elements(value.type, source.type) and sole:
                     with ir.InsertionPoint(owner), owner.location:
-                        out = bufferization.to_tensor(value.type, dest, restrict=True, writable=True)
+                        out = bufferization.to_tensor(source.type, dest, restrict=True, writable=True)
+                        out = _reshaped(out, ir.RankedTensorType(value.type))
                     value.replace_all_uses_with(out)
                     owner.erase()
                 break

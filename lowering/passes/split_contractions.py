@@ -160,7 +160,13 @@ def _rebuild(op: Any, runs: list[list[tuple[str, list[int]]]]) -> None:
     op.results[0].replace_all_uses_with(result)
     op.erase()
     if not list(fill.results[0].uses):
+        init = fill.operands[1].owner
         fill.erase()
+        # The fill's expanded init, left dead, would be a second use of the empty tensor
+        # under it: `schedules._write_into_outputs` then would not make it the output.
+        if (not isinstance(init, ir.Block) and init.name == "tensor.expand_shape"
+                and not list(init.results[0].uses)):
+            init.erase()
     if any(len(g) > 1 for g in groups):
         _collapse_epilogue(result, groups)
 
