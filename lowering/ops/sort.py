@@ -56,6 +56,7 @@ from .sort_kernels import (
     sort_key,
 )
 from .sort_network import network_applies, network_rows
+from .sort_parallel import parallel_applies, parallel_radix
 
 Before = Callable[[Sequence[ir.Value], Sequence[ir.Value]], ir.Value]
 
@@ -128,6 +129,8 @@ def lower_sort(v: OpView) -> list[ir.Value]:
     order = key_order(comparator, types)
     if order is not None and network_applies(dims, axis, types, order):
         return network_rows(inputs, types, dims, order)
+    if order is not None and parallel_applies(dims, axis, types, order):
+        return parallel_radix(inputs, types, n, order)
     if order is not None and SHORT_ROW < n < 2 ** 31:  # positions are counted in i32
         return radix_rows(inputs, types, dims, axis, order)
     before = None

@@ -464,7 +464,7 @@ def radix_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dims:
             decode = _decoder(key_type, element_type(inputs[0]), order)
             (out,) = _scatter(data, outs, table, lambda k, p=p: digit(k, p), decode)
             if nan_last:
-                out = _place_nans(rows[0], out, nans, key_type, order.ascending)
+                out = place_nans(rows[0], out, nans, key_type, order.ascending)
             return [out]
         return _gather(rows, dests, data[0])
 
@@ -484,7 +484,7 @@ def _gather(rows: Sequence[ir.Value], dests: Sequence[ir.Value], moved: ir.Value
     return for_range(0, ir.RankedTensorType(moved.type).shape[0], dests, step)
 
 
-def _place_nans(row: ir.Value, out: ir.Value, nans: ir.Value, t: PrimitiveType,
+def place_nans(row: ir.Value, out: ir.Value, nans: ir.Value, t: PrimitiveType,
                 ascending: bool) -> ir.Value:
     """`out` with its block of NaN keys (last when ascending, first when descending)
     holding the row's NaNs, bits and order kept (stable): their keys were all equal."""

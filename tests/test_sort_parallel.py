@@ -1,0 +1,222 @@
+"""The parallel radix sort of one long row (lowering/ops/sort_parallel.py) against numpy.
+
+Rows of PARALLEL_MIN or more elements in a recognised order are split into chunks
+sorted by one forall per digit pass; the results must be the stable sort's, bit for
+bit (NaN payloads and signs, -0.0), at sizes around the chunk boundaries, for every
+element type and order the path takes, and on every target CPU.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import check_ir, run, stage_text
+
+import xlamlir as xm
+from xlamlir.lowering.ops.sort_parallel import CHUNKS, PARALLEL_MIN, chunk_shift
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def shape(dtype: object, dims: tuple[int, ...]) -> xm.Shape:
+    return xm.Shape.array(xm.type_of(np.dtype(dtype)), dims)
+
+
+def special_values(dtype: object, n: int, seed: int) -> np.ndarray:
+    """Many ties; for floats +-NaN (one with a payload), +-0.0, +-inf; integers over
+    their whole range, extremes included."""
+    dtype = np.dtype(dtype)
+    rng = np.random.default_rng(seed)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, n).astype(bool)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        wide = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        x = np.where(rng.random(n) < 0.5, wide, rng.integers(0, 5, n).astype(dtype))
+        x[:2] = [info.min, info.max]
+        return x
+    x = np.round(rng.standard_normal(n) * 100).astype(np.float32)  # ties
+    x[rng.random(n) < 0.3] *= np.float32(1.001)
+    payload_nan = np.array([0x7FC00123], np.uint32).view(np.float32)[0]
+    specials = np.array([np.nan, -np.nan, payload_nan, -0.0, 0.0, np.inf, -np.inf], np.float32)
+    pick = rng.random(n) < 0.05
+    x[pick] = specials[rng.integers(0, len(specials), int(pick.sum()))]
+    return x.astype(dtype)
+
+
+def order_keys(x: np.ndarray, nan_last: bool) -> np.ndarray:
+    """Unsigned keys in the sort's ascending order: XLA's total order on floats (with
+    every NaN one largest key when `nan_last`), value order on integers."""
+    if x.dtype == np.bool_:
+        return x.astype(np.uint64)
+    width = 8 * x.dtype.itemsize
+    bits = x.view(UINT[x.dtype.itemsize]).astype(np.uint64)
+    sign = np.uint64(1 << (width - 1))
+    if x.dtype.kind == "u":
+        return bits
+    if x.dtype.kind == "i":
+        return bits ^ sign
+    negative = (bits & sign) != 0
+    keys = np.where(negative, ~bits & np.uint64((1 << width) - 1), bits | sign)
+    if nan_last:
+        keys = np.where(np.isnan(x.astype(np.float64)), np.uint64((1 << width) - 1), keys)
+    return keys
+
+
+def stable_order(keys: np.ndarray, descending: bool = False) -> np.ndarray:
+    return np.argsort(~keys if descending else keys, kind="stable").astype(np.int32)
+
+
+def assert_bits(got: np.ndarray, want: np.ndarray, what: str = "") -> None:
+    assert got.dtype == want.dtype, what
+    if want.dtype.itemsize in UINT and want.dtype != np.bool_:
+        got, want = got.view(UINT[want.dtype.itemsize]), want.view(UINT[want.dtype.itemsize])
+    np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def gt(u: xm.XlaOp, v: xm.XlaOp, *_: xm.XlaOp) -> xm.XlaOp:
+    return u.builder.gt(u, v)
+
+
+def lt_total(u: xm.XlaOp, v: xm.XlaOp, *_: xm.XlaOp) -> xm.XlaOp:
+    return u.builder.compare(u, v, "LT", "TOTALORDER")
+
+
+def gt_total(u: xm.XlaOp, v: xm.XlaOp, *_: xm.XlaOp) -> xm.XlaOp:
+    return u.builder.compare(u, v, "GT", "TOTALORDER")
+
+
+def test_chunks_depend_on_the_size_alone() -> None:
+    # Powers of two, at most CHUNKS of them, the last one possibly short (one element).
+    for n in (PARALLEL_MIN, PARALLEL_MIN + 1, 3 * (1 << 16) + 1, 1 << 20, (1 << 20) + 7):
+        size = 1 << chunk_shift(n)
+        chunks = -(-n // size)
+        assert chunks <= CHUNKS and (chunks - 1) * size < n <= chunks * size
+        assert size < 2 * -(-n // CHUNKS)
+    assert -(-(3 * (1 << 16) + 1) // (1 << chunk_shift(3 * (1 << 16) + 1))) == 4
+
+
+# Around the threshold and the chunk boundaries: 4 full chunks, 3 chunks and one of one
+# element, an odd size.
+SIZES = [PARALLEL_MIN, 3 * (1 << 16) + 1, PARALLEL_MIN + 12345]
+FLOATS = [np.float32, np.float64, np.float16, BF16]
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.bool_]
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=lambda t: np.dtype(t).name)
+def test_one_operand_every_type(dtype: object) -> None:
+    # Keys alone move: ascending and descending, the default order (NaNs last) and XLA's
+    # total order; values decoded back bit for bit, NaNs put back in their order.
+    is_float = np.dtype(dtype).kind == "f" or np.dtype(dtype) == BF16
+    arrays = [special_values(dtype, n, n) for n in SIZES]
+
+    def build(b, *ps):
+        out = []
+        for p in ps:
+            out += [b.sort(p), b.sort(p, gt_total if is_float else gt)]
+            if is_float:
+                out.append(b.sort(p, lt_total))
+        return b.tuple(out)
+
+    got = iter(run(build, *arrays))
+    for x in arrays:
+        what = f"n={len(x)}"
+        assert_bits(next(got), x[stable_order(order_keys(x, True))], what)
+        assert_bits(next(got), x[stable_order(order_keys(x, False), True)], what + " desc")
+        if is_float:
+            assert_bits(next(got), x[stable_order(order_keys(x, False))], what + " total")
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=lambda t: np.dtype(t).name)
+def test_keys_and_values_stable(dtype: object) -> None:
+    # Several operands, the key second: (key, position) pairs move (keys <= 32 bits; wider
+    # keys keep the sequential radix sort), the operands are gathered; ties keep their
+    # index order both ways.
+    n = SIZES[1]
+    keys = special_values(dtype, n, 7)
+    payload = np.random.default_rng(8).standard_normal(n).astype(np.float64)
+
+    is_float = np.dtype(dtype).kind == "f" or np.dtype(dtype) == BF16
+    kind = "TOTALORDER" if is_float else ("UNSIGNED" if np.dtype(dtype).kind in "ub" else "SIGNED")
+
+    def by_second(_a, _b, k0, k1, *_):
+        return k0.builder.compare(k0, k1, "LT", kind)
+
+    def by_second_desc(_a, _b, k0, k1, *_):
+        return k0.builder.compare(k0, k1, "GT", kind)
+
+    def build(b, f, k):
+        iota = b.iota(xm.Shape.array(xm.S32, (n,)), 0)
+        return b.tuple([b.sort([f, k, iota], by_second, is_stable=True),
+                        b.sort([f, k, iota], by_second_desc, is_stable=True)])
+
+    (f1, k1, i1), (f2, k2, i2) = run(build, payload, keys)
+    for (f, k, i), desc in (((f1, k1, i1), False), ((f2, k2, i2), True)):
+        want = stable_order(order_keys(keys, False), desc)
+        np.testing.assert_array_equal(i, want)
+        assert_bits(k, keys[want])
+        assert_bits(f, payload[want])
+
+
+def test_argsort_total_order_floats() -> None:
+    # jnp.argsort's form on floats (TOTALORDER): -NaN first, NaNs by payload, -0.0 < +0.0.
+    n = SIZES[2]
+    x = special_values(np.float32, n, 3)
+
+    def build(b, p):
+        iota = b.iota(xm.Shape.array(xm.S32, (n,)), 0)
+        return b.tuple([b.sort([p, iota], lt_total, is_stable=True),
+                        b.sort([p, iota], gt_total, is_stable=True)])
+
+    (v1, i1), (v2, i2) = run(build, x)
+    for (v, i), desc in (((v1, i1), False), ((v2, i2), True)):
+        want = stable_order(order_keys(x, False), desc)
+        np.testing.assert_array_equal(i, want)
+        assert_bits(v, x[want])
+
+
+@pytest.mark.parametrize("target", ["x86-64-v2", "x86-64-v3", "x86-64-v4"])
+def test_every_target_cpu(target: str) -> None:
+    n = 1 << 20
+    x = special_values(np.float32, n, 11)
+    b = xm.XlaBuilder("t")
+    p = b.parameter(0, shape(np.float32, (n,)))
+    iota = b.iota(xm.Shape.array(xm.S32, (n,)), 0)
+    comp = b.build(b.tuple([b.sort(p), b.sort([p, iota], is_stable=True)]))
+    s, (v, i) = xm.compile(comp, target_cpu=target)(x)
+    want = stable_order(order_keys(x, True))
+    assert_bits(s, x[want])
+    np.testing.assert_array_equal(i, want)
+    assert_bits(v, x[want])
+
+
+def test_parallel_radix_ir() -> None:
+    # 2**20 f32: 4 chunks of 2**18; one forall builds the keys and the first digit's counts,
+    # one forall per digit pass (3 for 11-bit digits) scatters; a last forall over the
+    # chunks decodes into the result's slices; then the NaNs go back in order.
+    b = xm.XlaBuilder("ir")
+    b.sort(b.parameter(0, shape(np.float32, (1 << 20,))))
+    check_ir(stage_text(b.build(), "linalg"), """
+        CHECK: memref.alloc() : memref<4x4x2048xi32>
+        CHECK: scf.forall (%{{.*}}) in (4) {
+        CHECK: memref.store {{.*}} : memref<1048576xi32>
+        CHECK: scf.forall (%{{.*}}) in (4) {
+        CHECK: memref.store {{.*}} : memref<1048576xi32>
+        CHECK: scf.forall (%{{.*}}) in (4) {
+        CHECK: scf.forall (%{{.*}}) in (4) {
+        CHECK: scf.forall (%{{.*}}) in (4) shared_outs
+        CHECK: tensor.parallel_insert_slice {{.*}} into tensor<1048576xf32>
+        CHECK-NOT: scf.forall
+        CHECK: scf.for {{.*}} -> (index, tensor<1048576xf32>)
+    """)
+
+
+def test_shorter_rows_stay_sequential() -> None:
+    b = xm.XlaBuilder("ir")
+    b.sort(b.parameter(0, shape(np.float32, (PARALLEL_MIN - 1,))))
+    check_ir(stage_text(b.build(), "linalg"), """
+        CHECK-NOT: scf.forall
+        CHECK-NOT: memref.alloc
+    """)
