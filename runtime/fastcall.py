@@ -1,7 +1,7 @@
-"""The C call path of an Executable (`_fastcall.c`), built with the system's C compiler.
+"""The C call path of an Executable (`fastcall_source.py`), built with the system's C compiler.
 
 A call through ctypes spends ~2 us in Python (checking arguments, filling descriptors,
-ctypes' own call); `_fastcall.c` does the common case in ~0.2 us and hands back
+ctypes' own call); the C module does the common case in ~0.2 us and hands back
 NotImplemented for anything else, which the ctypes path then takes (runtime/executable.py).
 
 The extension is compiled on first need with `$CC` (default `cc`) against this Python's
@@ -9,8 +9,8 @@ and numpy's headers into `<cache dir>/fastcall/` (the persistent compile cache's
 runtime/disk_cache.py), named by a hash of the source, the Python ABI, numpy's version and
 the compiler command, so a later process only imports it; with the cache off it goes into a
 temporary directory, compiled once per process. Without a compiler or headers, or with
-`XLAMLIR_FASTCALL=off`, every call takes the ctypes path. Imports nothing of the package
-but `runtime.disk_cache` (lazily).
+`XLAMLIR_FASTCALL=off`, every call takes the ctypes path. Imports `runtime.fastcall_source`
+and `runtime.disk_cache` (lazily).
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from .fastcall_source import SOURCE
+
 ENV = "XLAMLIR_FASTCALL"
 _OFF = frozenset({"0", "off", "false", "no", "none"})
-_SOURCE = Path(__file__).with_name("_fastcall.c")
 _TIMEOUT_S = 120
 #: An executable switches to the C path on its call number WARM_CALLS: a script calling
 #: a program once never waits for the C compiler (~0.5 s, once per cache directory).
@@ -97,7 +98,7 @@ def _directory() -> tuple[Path, bool]:
 def _target(compiler: list[str], directory: Path) -> Path:
     """The built module's file in `directory`."""
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    return directory / f"_fastcall-{_build_key(_SOURCE.read_bytes(), compiler)}{suffix}"
+    return directory / f"_fastcall-{_build_key(SOURCE.encode(), compiler)}{suffix}"
 
 
 def _load() -> ModuleType:
@@ -128,19 +129,22 @@ def _build(compiler: list[str], directory: Path, path: Path) -> None:
         raise OSError(f"no Python.h in {include} (the Python development headers)")
     fd, partial = tempfile.mkstemp(prefix=".tmp-", suffix=".so", dir=directory)
     os.close(fd)
+    source = partial[:-3] + ".c"
     try:
+        Path(source).write_text(SOURCE)
         # numpy 2's API has PyArray_Pack (a user dtype's scalar, bfloat16's, to bytes).
         target = ["-DNPY_TARGET_VERSION=NPY_2_0_API_VERSION"] if np.lib.NumpyVersion(
             np.__version__) >= "2.0.0" else []
         command = [*compiler, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wall", *target,
-                   f"-I{include}", f"-I{np.get_include()}", str(_SOURCE), "-o", partial, "-lm"]
+                   f"-I{include}", f"-I{np.get_include()}", source, "-o", partial, "-lm"]
         proc = subprocess.run(command, capture_output=True, text=True, timeout=_TIMEOUT_S)
         if proc.returncode != 0:
             raise OSError(f"{' '.join(command)} failed: {(proc.stderr or proc.stdout).strip()}")
         os.replace(partial, path)
     finally:
-        if os.path.exists(partial):
-            os.unlink(partial)
+        for leftover in (partial, source):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
 
 
 def _import(path: Path) -> ModuleType:

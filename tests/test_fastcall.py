@@ -1,4 +1,4 @@
-"""The C call path (runtime/_fastcall.c): for every dtype, 0-d and small arrays, numpy and
+"""The C call path (runtime/fastcall.py, fastcall_source.py): for every dtype, 0-d and small arrays, numpy and
 Python scalars, it returns bit for bit what the ctypes path returns; whatever it does not
 take (strided views, wrong dtypes or shapes, subclasses, inexact Python scalars) goes to
 the ctypes path, so results and errors are the ctypes path's. Without a compiler, or with

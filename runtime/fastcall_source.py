@@ -1,4 +1,10 @@
-/* The common case of an Executable call in C (runtime/fastcall.py builds and loads it).
+"""The C source of the Executable's call path, compiled by runtime/fastcall.py.
+
+Kept as a Python string (as runtime/export.py keeps its C) so that it ships with every
+install of the package: a wheel carries the package's Python files only.
+"""
+
+SOURCE = r'''/* The common case of an Executable call in C (runtime/fastcall.py builds and loads it).
  *
  * A `FastCall` knows the entry point `_mlir__mlir_ciface_main(void **args)` and, per
  * parameter and result, the dtype, dims and (for parameters) the byte strides the code was
@@ -247,7 +253,8 @@ static PyObject *fastcall_run(FastCall *self, PyObject *args) {
             if (own == NULL) {
                 return NULL;
             }
-            int same = PyDataType_ELSIZE(own) == PyDataType_ELSIZE(leaf->descr) && same_dtype(own, leaf->descr);
+            int same = PyDataType_ELSIZE(own) == PyDataType_ELSIZE(leaf->descr)
+                       && same_dtype(own, leaf->descr);
             Py_DECREF(own);
             if (!same) {
                 Py_RETURN_NOTIMPLEMENTED;
@@ -355,3 +362,4 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
     }
     return module;
 }
+'''
