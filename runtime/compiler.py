@@ -118,7 +118,7 @@ def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int 
         # The cache key ignores locations: the same computation built elsewhere is a hit.
         executable = _compile_uncached(located_text or text, pipeline, num_replicas, name,
                                        dynamic_strides, cpu, entry)
-    executable.compile_stats.update(entry.stats())
+    entry.report(executable.compile_stats)
     dump_to = os.environ.get("XLAMLIR_DUMP_TO")
     if dump_to and not dynamic_strides:
         dump_compilation(executable, dump_to)

@@ -11,7 +11,9 @@ compile's statistics), the shared library of the JIT's machine code
 (runtime/cached_library.py) and the stage texts, zlib-compressed. It is written under a
 temporary name, fsynced and renamed into place, so a reader sees a whole entry or none;
 one that does not check out (truncated, garbled, another key) is deleted and the program
-compiled and written again.
+compiled and written again. A compile hands the link and the write to a background
+thread and returns (runtime/cache_writer.py): `flush()` waits for them, the process
+does before it exits, and a load of a key being written waits for it.
 
 The key hashes everything the machine code depends on: the module text, the pipeline
 (textual passes by their text, the library's own Python passes by module:qualname), the
@@ -29,6 +31,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import struct
 import sys
 import tempfile
@@ -41,6 +44,7 @@ from typing import Any
 
 from ..dialect.errors import ArgumentError, CompileError
 from ..dialect.shape import Shape
+from . import cache_writer
 from .cached_library import LoadedLibrary, link_library, linker, open_library
 
 ENV_DIR = "XLAMLIR_CACHE_DIR"
@@ -252,6 +256,7 @@ class Entry:
         if self.key is None:
             return None
         self.status = "miss"
+        cache_writer.wait_for(self.key)  # this process may be writing it
         try:
             with open(self.path, "rb") as f:
                 data = f.read()
@@ -284,40 +289,80 @@ class Entry:
         self.seconds = time.perf_counter() - self.started
 
     def store(self, engine: Any, records: list[dict[str, str]], executable: Any) -> None:
-        """Write the entry of a program just compiled (the engine kept its object file).
-        Never raises: a failure is a note in compile_stats."""
+        """Store the entry of a program just compiled (the engine kept its object file):
+        the object file and what the entry says of the program are taken now; the link
+        and the write run in the background (runtime/cache_writer.py). Never raises: a
+        failure is a note in compile_stats."""
         if self.key is None:
             return
         started = time.perf_counter()
         try:
-            self._store(engine, records, executable)
-        except Exception as e:  # noqa: BLE001 - the compile succeeded: never fail it here
+            work = tempfile.mkdtemp(prefix="xlamlir-cache-")
+        except OSError as e:
             self.notes.append(f"not stored: {type(e).__name__}: {e}")
+            self.seconds = time.perf_counter() - started
+            return
+        try:
+            meta, stages = self._snapshot(engine, records, executable, work)
+        except Exception as e:  # noqa: BLE001 - the compile succeeded: never fail it here
+            shutil.rmtree(work, ignore_errors=True)
+            self.notes.append(f"not stored: {type(e).__name__}: {e}")
+            self.seconds = time.perf_counter() - started
+            return
+        report = executable.compile_stats
+        cache_writer.submit(self.key, lambda: self._write(meta, stages, work, report))
         self.seconds = time.perf_counter() - started
 
-    def _store(self, engine: Any, records: list[dict[str, str]], executable: Any) -> None:
-        assert self.directory is not None and self.key is not None
+    def _snapshot(self, engine: Any, records: list[dict[str, str]], executable: Any,
+                  work: str) -> tuple[dict[str, Any], dict[str, str]]:
+        """The object file (written into `work`) and the entry's metadata and stages."""
+        assert self.key is not None
         shapes = [*executable.parameter_shapes, executable.result_shape]
         if any(Shape.parse(str(s)) != s for s in shapes):
             raise ValueError("a shape does not survive its text form")
-        with tempfile.TemporaryDirectory(prefix="xlamlir-cache-") as work:
-            obj = os.path.join(work, "jit.o")
-            engine.dump_to_object_file(obj)
-            if not os.path.exists(obj) or os.path.getsize(obj) == 0:
-                raise CompileError("the JIT kept no object file", "disk_cache")
-            image = link_library(obj, [r["symbol"] for r in records], work)
+        obj = os.path.join(work, "jit.o")
+        engine.dump_to_object_file(obj)
+        if not os.path.exists(obj) or os.path.getsize(obj) == 0:
+            raise CompileError("the JIT kept no object file", "disk_cache")
         stats = executable.compile_stats
         meta = {"key": self.key, "name": executable.name,
                 "parameters": [str(s) for s in executable.parameter_shapes],
                 "result": str(executable.result_shape), "records": records,
-                "library_size": len(image),
                 "stats": {k: stats[k] for k in ("parse_verify_s", "jit_s", "total_s") if k in stats}}
-        data = _encode(meta, image, zlib.compress(json.dumps(executable.stages).encode(), 1))
-        limit = max_bytes()
-        if len(data) > limit:
-            raise ValueError(f"the entry ({len(data)} bytes) is larger than {ENV_MAX_MB}")
-        _write_atomically(self.directory, self.path, data)
-        evict(self.directory, limit, keep=self.path)
+        return meta, dict(executable.stages)
+
+    def _write(self, meta: dict[str, Any], stages: dict[str, str], work: str,
+               report: dict[str, Any]) -> None:
+        """In the writer thread: link the library, write the entry; the time it took, or
+        why it failed, goes into `report` (the executable's compile_stats)."""
+        assert self.directory is not None and self.key is not None
+        started = time.perf_counter()
+        note = None
+        try:
+            image = link_library(os.path.join(work, "jit.o"),
+                                 [r["symbol"] for r in meta["records"]], work)
+            data = _encode({**meta, "library_size": len(image)}, image,
+                           zlib.compress(json.dumps(stages).encode(), 1))
+            limit = max_bytes()
+            if len(data) > limit:
+                raise ValueError(f"the entry ({len(data)} bytes) is larger than {ENV_MAX_MB}")
+            _write_atomically(self.directory, self.path, data)
+            evict(self.directory, limit, keep=self.path)
+        except Exception as e:  # noqa: BLE001 - the compile succeeded: a note, never an error
+            note = f"not stored: {type(e).__name__}: {e}"
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        with cache_writer.locked():
+            report["disk_cache_write_s"] = time.perf_counter() - started
+            if note is not None:
+                self.notes.append(note)
+                report.setdefault("disk_cache_notes", []).append(note)
+
+    def report(self, stats: dict[str, Any]) -> None:
+        """Put the disk cache's fields into `stats` (compile_stats); a background write
+        that finishes later adds its own (`disk_cache_write_s`, a note if it failed)."""
+        with cache_writer.locked():
+            stats.update(self.stats())
 
 
 def plan(text: str, pipeline: Any, cpu: str, **settings: Any) -> Entry:
@@ -439,8 +484,15 @@ def evict(directory: str, limit: int, keep: str | None = None) -> None:
             total -= size
 
 
+def flush() -> None:
+    """Wait until every entry this process compiled so far is written (they are linked
+    and written in the background: runtime/cache_writer.py)."""
+    cache_writer.flush()
+
+
 def clear(directory: str | None = None) -> int:
     """Delete every entry of the cache directory (default: $XLAMLIR_CACHE_DIR's); how many."""
+    cache_writer.flush()  # entries still being written are entries too
     directory = directory or cache_dir()
     if directory is None or not os.path.isdir(directory):
         return 0

@@ -59,9 +59,12 @@ def expected(scale: float = 0.5) -> np.ndarray:
 
 
 def fresh(computation: xm.XlaComputation, **kw: object) -> xm.Executable:
-    """A compile that the in-process cache cannot answer."""
+    """A compile that the in-process cache cannot answer, its entry written (entries are
+    written in the background)."""
     clear_cache()
-    return xm.compile(computation, **kw)
+    exe = xm.compile(computation, **kw)
+    disk_cache.flush()
+    return exe
 
 
 def entries(directory: Path) -> list[Path]:
