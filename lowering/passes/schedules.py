@@ -710,6 +710,16 @@ def _padding_script(i: int) -> str:
     )
 
 
+def _pixel_tile(ow: int, mr: int) -> int:
+    """Output pixels per register tile: MR, or a divisor of OW just below it (28 = 4 x 7
+    rather than 3 x 8 + a peeled 4-pixel tile, which holds half the accumulators and runs
+    the 3 x 3 x C reduction at half the FMAs per load)."""
+    if ow <= mr or ow % mr == 0:
+        return min(ow, mr)
+    d = _divisor_at_most(ow, mr)
+    return d if d >= mr - 1 else mr
+
+
 def _conv_script(i: int, p: Params, shape: tuple[int, ...]) -> str:
     n, oh, ow, f, kh, kw, c = shape
     threads = _thread_split(n, p.threads, 1)
@@ -717,7 +727,7 @@ def _conv_script(i: int, p: Params, shape: tuple[int, ...]) -> str:
     if threads == 1:
         threads = _thread_split(oh, p.threads, 2)
         split = [0, oh // threads, 0, 0, 0, 0, 0]
-    owr = min(p.mr, ow)
+    owr = _pixel_tile(ow, p.mr)
     fr = min(p.nr, f)  # channels per register tile; the rest of F is a peeled narrower tile
     return _lines(
         f"// conv {i}: NHWC {n}x{oh}x{ow} -> {f} channels, kernel {kh}x{kw}x{c}, {threads} threads, "
