@@ -27,6 +27,7 @@ from .passes.fusion import duplicate_cheap_producers
 from .passes.i1_memory import widen_i1_memrefs
 from .passes.in_place import elementwise_in_place
 from .passes.jit_wrappers import entry_not_inlined
+from .passes.lane_folds import transposed_lane_folds
 from .passes.loop_hints import no_outer_unrolling
 from .passes.loop_state import loop_state_in_place
 from .passes.parallel_outputs import outputs_as_inputs
@@ -93,6 +94,8 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
         "function-boundary-type-conversion=identity-layout-map}",
         "canonicalize",
+        # Fixed-size temporaries of a loop body allocated once, before the loop.
+        "func.func(buffer-loop-hoisting)",
         "buffer-deallocation-pipeline",  # frees temporaries the computation allocated
         "convert-bufferization-to-memref",  # else a bufferization.clone survives
         # The scheduled contractions' 2-D transfers (accumulator tiles) as 1-D vector
@@ -103,6 +106,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         register_tiles_as_rows,
     ]),
     ("vectorized", [
+        # Folds of 16 lanes per row (lane dots, lane-split reduces) as 16 x 16 transposes
+        # in registers instead of one gather per lane (lowering/passes/lane_folds.py).
+        transposed_lane_folds,
         # Elementwise and reduction generics: tiled, split across cores (scf.forall) and
         # vectorized at the linalg level by transform scripts (lowering/passes/vectorize.py).
         schedule_vectorize,

@@ -16,7 +16,9 @@ from mlir.dialects import tensor
 
 def _computed_into_empty(value: ir.Value, block: ir.Block) -> tuple[ir.Operation, int] | None:
     """(generic, init operand index) when `value` is a result of an all-parallel
-    linalg.generic in `block` whose init is a tensor.empty its body never reads."""
+    linalg.generic in `block` whose init its body never reads: a tensor.empty, or one of
+    its inputs (passes/in_place.py writes an elementwise result over a temporary input;
+    a while body's update then belongs in the loop state's buffer instead)."""
     owner = value.owner
     if isinstance(owner, ir.Block):
         return None
@@ -29,7 +31,8 @@ def _computed_into_empty(value: ir.Value, block: ir.Block) -> tuple[ir.Operation
     index = ir.OpResult(value).result_number
     operand = len(op.operands) - n_results + index
     init = op.operands[operand]
-    if isinstance(init.owner, ir.Block) or init.owner.operation.name != "tensor.empty":
+    fresh = not isinstance(init.owner, ir.Block) and init.owner.operation.name == "tensor.empty"
+    if not fresh and init not in list(op.operands)[:operand]:
         return None
     body = op.regions[0].blocks[0]
     out_arg = body.arguments[len(body.arguments) - n_results + index]
