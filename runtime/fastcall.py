@@ -83,16 +83,28 @@ def _build_key(source: bytes, compiler: list[str]) -> str:
     return digest.hexdigest()[:24]
 
 
-def _directory() -> tuple[Path, bool]:
-    """Where the built module lives, and whether that place is temporary."""
+def _cache_directory(compiler: list[str]) -> Path | None:
+    """The cache's `fastcall/` folder, if the cache is on and the module is there or can be
+    built there (a read-only cache still serves a module built before)."""
     from .disk_cache import cache_dir
 
     base = cache_dir()
-    if base is not None:
-        return Path(base, "fastcall"), False
+    if base is None:
+        return None
+    directory = Path(base, "fastcall")
+    if _target(compiler, directory).is_file():
+        return directory
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return directory if os.access(directory, os.W_OK) else None
+
+
+def _temporary_directory() -> Path:
     temporary = tempfile.mkdtemp(prefix="xlamlir-fastcall-")
     atexit.register(shutil.rmtree, temporary, True)
-    return Path(temporary), True
+    return Path(temporary)
 
 
 def _target(compiler: list[str], directory: Path) -> Path:
@@ -105,15 +117,18 @@ def _load() -> ModuleType:
     compiler = _compiler()
     if shutil.which(compiler[0]) is None:
         raise OSError(f"no C compiler {compiler[0]!r} on PATH")
-    directory, temporary = _directory()
+    directory = _cache_directory(compiler)
+    if directory is None:  # the cache is off or not writable: built for this process only
+        directory = _temporary_directory()
+        path = _target(compiler, directory)
+        _build(compiler, directory, path)
+        return _import(path)
     path = _target(compiler, directory)
     if not path.is_file():
         _build(compiler, directory, path)
     try:
         return _import(path)
     except ImportError:
-        if temporary:
-            raise
         # A damaged file in the cache: built again, once.
         path.unlink(missing_ok=True)
         _build(compiler, directory, path)
@@ -123,7 +138,6 @@ def _load() -> ModuleType:
 def _build(compiler: list[str], directory: Path, path: Path) -> None:
     """Compile under a temporary name, then rename into place: concurrent processes each
     build and the last rename wins, a reader never sees half a file."""
-    directory.mkdir(parents=True, exist_ok=True)
     include = sysconfig.get_paths()["include"]
     if not Path(include, "Python.h").is_file():
         raise OSError(f"no Python.h in {include} (the Python development headers)")

@@ -313,3 +313,14 @@ def test_a_damaged_build_in_the_cache_is_built_again(monkeypatch: pytest.MonkeyP
     target.write_bytes(b"not an ELF file")
     assert fastcall.module() is not None and fastcall.unavailable_reason() is None
     assert target.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_an_unusable_cache_directory_builds_in_a_temporary_one(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Any) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(blocker))  # fastcall/ cannot be made in it
+    monkeypatch.setattr(fastcall, "_state", {})
+    loaded = fastcall.module()
+    assert loaded is not None and fastcall.unavailable_reason() is None
+    assert not str(loaded.__file__).startswith(str(tmp_path))
