@@ -30,20 +30,26 @@ def _iterators(op: Any) -> list[str]:
             for a in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
-def _identity_memref(t: ir.Type) -> bool:
+def _rows_readable(t: ir.Type, collapsed: bool) -> bool:
+    """A static buffer whose minor dimension is contiguous (each row one vector read);
+    of the identity layout when its leading dimensions are to be `collapsed` into one."""
     if not isinstance(t, ir.MemRefType) or not t.has_static_shape:
         return False
-    return ir.AffineMapAttr(t.layout).value == ir.AffineMap.get_identity(t.rank)
+    t = ir.MemRefType(t)
+    if isinstance(t.layout, ir.AffineMapAttr):
+        return t.layout.value == ir.AffineMap.get_identity(t.rank)
+    strides, _ = t.get_strides_and_offset()
+    return not collapsed and strides[-1] == 1
 
 
 def _plan(op: Any) -> tuple[ir.Value, ir.Value, Any] | None:
-    """(lanes, out, add) when `op` is a fold of the last dimension's 16 lanes of an
-    identity-layout f32/f64 buffer into the buffer of its other dimensions (`add` the
-    body's addf), else None."""
+    """(lanes, out, add) when `op` is a fold of the last dimension's 16 lanes of an f32/f64
+    buffer into the buffer of its other dimensions (`add` the body's addf), else None."""
     if op.name != "linalg.generic" or len(op.operands) != 2 or len(op.results) != 0:
         return None
     lanes, out = op.operands
-    if not (_identity_memref(lanes.type) and _identity_memref(out.type)):
+    collapsed = isinstance(lanes.type, ir.MemRefType) and ir.MemRefType(lanes.type).rank > 2
+    if not (_rows_readable(lanes.type, collapsed) and _rows_readable(out.type, collapsed)):
         return None
     shape, element = ir.MemRefType(lanes.type).shape, ir.MemRefType(lanes.type).element_type
     rank = len(shape)
