@@ -145,6 +145,28 @@ static int fastcall_init(FastCall *self, PyObject *args, PyObject *kwds) {
 
 /* The bytes of a Python scalar as `descr`'s type, when the conversion is exact enough that
  * numpy would neither raise nor round differently (else 0: the caller defers). */
+/* A double as float64 or float32, when the narrowing raises no flag (else 0). */
+static int store_double(double value, int type, char *out) {
+    if (type == NPY_DOUBLE) {
+        memcpy(out, &value, sizeof value);
+        return 1;
+    }
+    if (type == NPY_FLOAT) {
+        /* numpy casts the same way and raises on overflow (np.errstate(all="raise") in
+         * runtime/arguments.py); any flag here sends the value to that path. */
+        volatile double in = value;
+        feclearexcept(FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID);
+        volatile float narrowed = (float)in;
+        if (fetestexcept(FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)) {
+            return 0;
+        }
+        float result = narrowed;
+        memcpy(out, &result, sizeof result);
+        return 1;
+    }
+    return 0;
+}
+
 static int python_scalar(PyObject *obj, PyArray_Descr *descr, char *out) {
     int type = descr->type_num;
     PyTypeObject *kind = Py_TYPE(obj);
@@ -156,25 +178,7 @@ static int python_scalar(PyObject *obj, PyArray_Descr *descr, char *out) {
         return 1;
     }
     if (kind == &PyFloat_Type) {
-        double value = PyFloat_AS_DOUBLE(obj);
-        if (type == NPY_DOUBLE) {
-            memcpy(out, &value, sizeof value);
-            return 1;
-        }
-        if (type == NPY_FLOAT) {
-            /* numpy casts the same way and raises on overflow (np.errstate(all="raise") in
-             * runtime/arguments.py); any flag here sends the value to that path. */
-            volatile double in = value;
-            feclearexcept(FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID);
-            volatile float narrowed = (float)in;
-            if (fetestexcept(FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)) {
-                return 0;
-            }
-            float result = narrowed;
-            memcpy(out, &result, sizeof result);
-            return 1;
-        }
-        return 0;
+        return store_double(PyFloat_AS_DOUBLE(obj), type, out);
     }
     if (kind == &PyComplex_Type) {
         if (type != NPY_CDOUBLE) {
@@ -190,6 +194,11 @@ static int python_scalar(PyObject *obj, PyArray_Descr *descr, char *out) {
         long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
         if (overflow != 0) {
             return 0;
+        }
+        if (type == NPY_DOUBLE || type == NPY_FLOAT) {
+            /* Exact as a double up to 2**53: one rounding to float32, as numpy's. */
+            const long long exact = 1LL << 53;
+            return value >= -exact && value <= exact && store_double((double)value, type, out);
         }
         switch (type) {
 #define FIT(NPY, CTYPE, LO, HI)                                  \

@@ -123,8 +123,10 @@ def scalar_exe(text: str) -> xm.Executable:
 
 @pytest.mark.parametrize("text, values", [
     ("f32[]", [0.0, -0.0, 1.5, float("nan"), float("inf"), -float("inf"), 1e-50, -1e-45, 1e-40,
-               3.4028234663852886e38, 3.5e38, 1e39, -1e300, 7, True, 2j, np.float64(1.0)]),
-    ("f64[]", [0.0, -0.0, 1e-320, float("nan"), 1e308, 5, 2**1100, True, 1 + 0j]),
+               3.4028234663852886e38, 3.5e38, 1e39, -1e300, 7, -3, 2**24 + 1, 2**53 + 1, 2**60 + 1,
+               2**127 + 1, 2**128, True, 2j, np.float64(1.0)]),
+    ("f64[]", [0.0, -0.0, 1e-320, float("nan"), 1e308, 5, 2**53 - 1, -2**53, 2**53 + 1, 2**64 + 1,
+               2**1100, True, 1 + 0j]),
     ("s8[]", [0, 127, 128, -128, -129, 3.0, 3.5, True, 2**70, np.int64(3), np.int8(-3)]),
     ("u8[]", [0, 255, 256, -1, True]),
     ("s32[]", [2**31 - 1, 2**31, -2**31, -2**31 - 1, False, 1.0]),
@@ -146,6 +148,7 @@ def test_python_and_numpy_scalars_as_the_ctypes_path(text: str, values: list[Any
 
 def test_exact_python_scalars_take_the_c_path() -> None:
     for text, value in [("f32[]", 1.5), ("f32[]", float("nan")), ("f64[]", -0.0), ("s8[]", -128),
+                        ("f32[]", 2**24 + 1), ("f64[]", -2**53), ("f32[]", -7),
                         ("u64[]", 2**63 - 1), ("pred[]", True), ("c128[]", 1 - 2j)]:
         exe = scalar_exe(text)
         assert outcome(lambda: fast(exe, value)) == outcome(lambda: exe._call_ctypes((value,)))
