@@ -327,3 +327,18 @@ def test_an_unusable_cache_directory_builds_in_a_temporary_one(monkeypatch: pyte
     loaded = fastcall.module()
     assert loaded is not None and fastcall.unavailable_reason() is None
     assert not str(loaded.__file__).startswith(str(tmp_path))
+
+
+@pytest.mark.parametrize("target", ["x86-64-v2", "x86-64-v3", "x86-64-v4"])
+def test_every_target_cpu(target: str) -> None:
+    # The C path only calls the entry point; the code for each CPU variant runs the same.
+    b = xm.XlaBuilder("targets")
+    b.mul(b.parameter(0, S("f32[37]")), b.parameter(1, S("f32[]")))
+    exe = xm.compile(b.build(), target_cpu=target)
+    assert exe._use_fastcall()
+    x = np.linspace(-3, 3, 37, dtype=np.float32)
+    x[:3] = [np.nan, -0.0, np.inf]
+    for k in (np.float32(1.5), 2.5, -1):
+        assert outcome(lambda: fast(exe, x, k)) == outcome(lambda: exe._call_ctypes((x, k)))
+        with np.errstate(invalid="ignore"):
+            assert fast(exe, x, k).tobytes() == (x * np.float32(k)).tobytes()
