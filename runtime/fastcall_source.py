@@ -259,8 +259,9 @@ static PyObject *fastcall_run(FastCall *self, PyObject *args) {
         } else if (Py_TYPE(obj) == leaf->descr->typeobj && PyArray_IsScalar(obj, Generic)) {
             /* A numpy scalar of the parameter's exact type (the ctypes path's np.array(x)). */
             PyArray_Descr *own = PyArray_DescrFromScalar(obj);
-            if (own == NULL) {
-                return NULL;
+            if (own == NULL) { /* the ctypes path says what is wrong with it */
+                PyErr_Clear();
+                Py_RETURN_NOTIMPLEMENTED;
             }
             int same = PyDataType_ELSIZE(own) == PyDataType_ELSIZE(leaf->descr)
                        && same_dtype(own, leaf->descr);
@@ -275,7 +276,8 @@ static PyObject *fastcall_run(FastCall *self, PyObject *args) {
                 /* ScalarAsCtype guesses where a user type's scalar keeps its value (wrongly
                  * for ml_dtypes' bfloat16); the dtype's own setitem knows. */
                 if (PyArray_Pack(leaf->descr, scalars[i], obj) < 0) {
-                    return NULL;
+                    PyErr_Clear();
+                    Py_RETURN_NOTIMPLEMENTED;
                 }
 #else
                 Py_RETURN_NOTIMPLEMENTED;
