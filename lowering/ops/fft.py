@@ -61,7 +61,7 @@ from mlir.dialects import math as mmath
 from ...dialect.element_types import PrimitiveType
 from ..patterns.framework import OpView, lowers
 from ..scalar.arithmetic import Elem
-from .fft_vector import lanes_for, pass_twiddles, stockham_pass
+from .fft_vector import lanes_for, looped_stockham, pass_twiddles, stockham_pass
 from .linear_algebra import tensor_type
 
 P = PrimitiveType
@@ -236,6 +236,10 @@ def _vector_stockham(x: Planar, dims: list[int], axis: int, sign: float, e: Elem
     asked: see stockham_pass)."""
     n = dims[axis]
     roots = _Roots(n, sign) if n > CONSTANT_MAX else None
+    if roots is None:
+        looped = looped_stockham(x, dims, axis, sign, e, _constant, flat_in, flat_out)
+        if looped is not None:
+            return looped
     flat_dims = dims[:-2] + [dims[-2] * dims[-1]]
     re, im = x
     spare: Planar | None = None

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, scf, tensor, vector
+from mlir.dialects import arith, bufferization, memref, scf, tensor, vector
 
 from ..scalar.arithmetic import Elem
 from .indexing import index_const
@@ -42,13 +42,20 @@ def lanes_for(last: int, e: Elem) -> int:
     return lanes if lanes >= 4 else 0
 
 
-def _loops(bounds: Sequence[tuple[int, int]], carried: list[ir.Value], body) -> list[ir.Value]:
+Extent = int | ir.Value  # a loop bound: static, or an index value
+
+
+def _index(value: Extent) -> ir.Value:
+    return index_const(value) if isinstance(value, int) else value
+
+
+def _loops(bounds: Sequence[tuple[Extent, int]], carried: list[ir.Value], body) -> list[ir.Value]:
     """Nested scf.for over (extent, step) pairs, outermost first, carrying `carried`."""
     def level(depth: int, ivs: list[ir.Value], values: list[ir.Value]) -> list[ir.Value]:
         if depth == len(bounds):
             return body(ivs, values)
         extent, step = bounds[depth]
-        loop = scf.ForOp(index_const(0), index_const(extent), index_const(step), values)
+        loop = scf.ForOp(index_const(0), _index(extent), index_const(step), values)
         with ir.InsertionPoint(loop.body):
             scf.YieldOp(level(depth + 1, ivs + [loop.induction_variable], list(loop.inner_iter_args)))
         return list(loop.results)
@@ -124,45 +131,141 @@ def stockham_pass(x: Planar, out: Planar, axis: int, radix: int, length: int, si
     length-RL ones. `flat_in` / `flat_out`: that side is the [.., n * inner] tensor whose
     [.., n, inner] view `dims` is (axis the second to last), read or written through it,
     so the four-step method's reshapes cost no pass of their own."""
+    def twiddle(p: int, k0: ir.Value) -> list[ir.Value]:
+        return [tensor.extract(t, [index_const(p - 1), k0]) for t in twiddles]
+
+    re, im = _radix_pass(x, out, axis, radix, length, sign, twiddle, e, dims, flat_in, flat_out)
+    return re, im
+
+
+def _radix_pass(x: Planar, out: Planar, axis: int, radix: int, length: Extent, sign: float,
+                twiddle, e: Elem, dims: Sequence[int], flat_in: bool = False,
+                flat_out: bool = False) -> list[ir.Value]:
+    """stockham_pass for tensors or buffers: `out` tensors give the written tensors, `out`
+    memrefs are written in place (nothing returned). `length` may be an index value (a
+    loop over the passes); twiddle(p, k0) is input p's twiddle (re, im) scalars."""
     dims = list(dims)
     rank = len(dims)
     inner = dims[-1]
     in_map = ir.AffineMap.get(rank - 1, 0, [ir.AffineDimExpr.get(rank - 2)]) if flat_in else None
     out_map = ir.AffineMap.get(rank - 1, 0, [ir.AffineDimExpr.get(rank - 2)]) if flat_out else None
     n = dims[axis]
-    rows = n // length
-    sub = rows // radix
+    if isinstance(length, int):
+        rows, sub = index_const(n // length), index_const(n // length // radix)
+    else:
+        rows = arith.divui(index_const(n), length)
+        sub = arith.divui(rows, index_const(radix))
     lanes = lanes_for(dims[-1], e)
     vtype = ir.VectorType.get([lanes], e.type)
     ops = _Vec(vtype)
     read_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(rank - 1)])
     padding = e.const(0.0)
+    in_place = isinstance(out[0].type, ir.MemRefType)
     bounds = ([(d, 1) for d in dims[:axis]] + [(length, 1), (sub, 1)]
               + [(d, 1) for d in dims[axis + 1:-1]] + [(dims[-1], lanes)])
 
     def body(ivs: list[ir.Value], outs: list[ir.Value]) -> list[ir.Value]:
         pre, k0, j, post = ivs[:axis], ivs[axis], ivs[axis + 1], ivs[axis + 2:]
-        start = arith.addi(arith.muli(k0, index_const(rows)), j)
+        start = arith.addi(arith.muli(k0, rows), j)
         ys = []
         for p in range(radix):
-            at = pre + [arith.addi(start, index_const(p * sub))] + post
+            offset = arith.muli(sub, index_const(p)) if p else None
+            at = pre + [arith.addi(start, offset) if p else start] + post
             if flat_in:
                 at = _flat_at(at, inner)
             value = tuple(vector.transfer_read(vtype, part, at, in_map or read_map, padding, [True])
                           for part in x)
             if p:
-                w = [tensor.extract(t, [index_const(p - 1), k0]) for t in twiddles]
+                w = twiddle(p, k0)
                 value = ops.mul(value, (ops.splat(w[0]), ops.splat(w[1])))
             ys.append(value)
         written = list(outs)
-        base = arith.addi(arith.muli(k0, index_const(sub)), j)
+        base = arith.addi(arith.muli(k0, sub), j)
         for q, value in enumerate(_butterfly(ys, sign)):
             at = pre + [arith.addi(base, index_const(q * (n // radix)))] + post
             if flat_out:
                 at = _flat_at(at, inner)
-            written = [vector.transfer_write(w.type, part, w, at, out_map or read_map, [True])
-                       for part, w in zip(value, written)]
-        return written
+            if in_place:
+                for part, target in zip(value, out):
+                    vector.transfer_write(None, part, target, at, out_map or read_map, [True])
+            else:
+                written = [vector.transfer_write(w.type, part, w, at, out_map or read_map, [True])
+                           for part, w in zip(value, written)]
+        return [] if in_place else written
 
-    re, im = _loops(bounds, list(out), body)
+    return _loops(bounds, [] if in_place else list(out), body)
+
+
+LOOPED_MIN_PASSES = 3  # radix-4 passes from which they run as one loop over the passes
+
+
+def looped_stockham(x: Planar, dims: Sequence[int], axis: int, sign: float, e: Elem, constant,
+                    flat_in: bool = False, flat_out: bool = False) -> Planar | None:
+    """All radix-4 passes of a length-n transform along `axis` (twiddles as constants)
+    but the first as one scf.for over the passes, ping-ponging between two buffers of
+    their own (memref.alloc; the result handed back with bufferization.to_tensor
+    restrict): one copy of the pass's code instead of one per pass, a fifth of fft 1M's
+    code (its lowering and JIT time scale with it). The length L = 4**p, the pass's
+    rows and its column of the concatenated twiddle table are index values; every value
+    is computed as by stockham_pass, bit for bit. The first pass reads `x` (flat when
+    `flat_in`); a radix-2 pass (log2 n odd) follows the loop; `flat_out` views the last
+    buffer as [.., n * inner]. None when there are fewer than LOOPED_MIN_PASSES radix-4
+    passes (the unrolled passes are as short)."""
+    dims = list(dims)
+    n = dims[axis]
+    fours, rows = 0, n
+    while rows % 4 == 0:
+        fours, rows = fours + 1, rows // 4
+    if fours < LOOPED_MIN_PASSES:
+        return None
+    # Pass p's twiddles w_{4L}**(q k0), q = 1..3, k0 < L = 4**p, at columns (4**p - 1) / 3.
+    blocks = []
+    for p in range(fours):
+        length = 4 ** p
+        q, k0 = np.meshgrid(np.arange(1, 4), np.arange(length), indexing="ij")
+        blocks.append(np.exp(sign * 2j * np.pi * (q * k0 % (4 * length)) / (4 * length)))
+    table = np.concatenate(blocks, axis=1)
+    tw = (constant(table.real, e), constant(table.imag, e))
+
+    def twiddle_at(column: ir.Value | None):
+        def twiddle(p: int, k0: ir.Value) -> list[ir.Value]:
+            at = k0 if column is None else arith.addi(column, k0)
+            return [tensor.extract(t, [index_const(p - 1), at]) for t in tw]
+        return twiddle
+
+    memtype = ir.MemRefType.get(dims, e.type)
+    buffers = [tuple(memref.alloc(memtype, [], [], alignment=64) for _ in range(2)) for _ in range(2)]
+    _radix_pass(x, buffers[0], axis, 4, 1, sign, twiddle_at(None), e, dims, flat_in=flat_in)
+    loop = scf.ForOp(index_const(1), index_const(fours), index_const(1), [])
+    with ir.InsertionPoint(loop.body):
+        p = loop.induction_variable
+        # Pass p writes buffers[p % 2] and reads the other one.
+        odd = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(p, index_const(1)), index_const(0))
+        source = tuple(arith.select(odd, a, b) for a, b in zip(buffers[0], buffers[1]))
+        target = tuple(arith.select(odd, b, a) for a, b in zip(buffers[0], buffers[1]))
+        length = arith.shli(index_const(1), arith.shli(p, index_const(1)))
+        column = arith.divui(arith.subi(length, index_const(1)), index_const(3))
+        _radix_pass(source, target, axis, 4, length, sign, twiddle_at(column), e, dims)
+        scf.YieldOp([])
+    last = (fours - 1) % 2
+    if rows == 2:
+        length = 4 ** fours
+        tw2 = pass_twiddles(2, length, sign, e, None, n, constant, None)
+
+        def twiddle2(p: int, k0: ir.Value) -> list[ir.Value]:
+            return [tensor.extract(t, [index_const(p - 1), k0]) for t in tw2]
+
+        _radix_pass(buffers[last], buffers[1 - last], axis, 2, length, sign, twiddle2, e, dims)
+        last = 1 - last
+    result = list(buffers[last])
+    if flat_out:
+        flat = dims[:-2] + [dims[-2] * dims[-1]]
+        groups = [[k] for k in range(len(dims) - 2)] + [[len(dims) - 2, len(dims) - 1]]
+        result = [memref.collapse_shape(ir.MemRefType.get(flat, e.type), m, groups) for m in result]
+    re, im = (bufferization.to_tensor(tensor_of(m), m, restrict=True, writable=True) for m in result)
     return re, im
+
+
+def tensor_of(buffer: ir.Value) -> ir.Type:
+    memtype = ir.MemRefType(buffer.type)
+    return ir.RankedTensorType.get(list(memtype.shape), memtype.element_type)
