@@ -17,8 +17,10 @@ pass is stable and each chunk writes positions no other chunk writes. The
 counts per (chunk, digit) of the next pass are counted during this one, by the
 position each element is written to: chunk c counts, in its own table, the
 elements landing in each destination chunk (position >> log2 S), so no pass
-reads the data only to count. A sequential loop over the C x C x 2**bits
-counts between the passes turns them into starts.
+reads the data only to count. The first pass's counts come from a forall that
+only reads the input; the first pass then computes the keys again from the input
+(cheaper than writing them and reading them back). A sequential loop over the
+C x C x 2**bits counts between the passes turns them into starts.
 
 The scatters work on memrefs (writes to data-dependent positions from
 parallel iterations are no tensor op); a last forall over the chunks, on
@@ -122,7 +124,7 @@ def parallel_radix(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], n
     # by chunk t of this pass; starts[c, b]: where chunk c's bucket b goes next.
     counts = alloc([chunks, chunks, buckets], i32)
     starts = alloc([chunks, buckets], i32)
-    data = [alloc([n], moved_type), alloc([n], moved_type)]
+    data = [alloc([n], moved_type) for _ in range(min(passes, 2))]
     nans = alloc([chunks], index)
 
     def clear(c: ir.Value) -> None:
@@ -130,19 +132,21 @@ def parallel_radix(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], n
             _for(0, buckets, lambda b: memref.store(_i32(0), counts, [c, d, b]))
         _for(0, chunks, row)
 
-    def build(c: ir.Value) -> None:
+    def moved_at(i: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """The input element at `i` and what moves for it."""
+        x = tensor.extract(inputs[order.operand], [i])
+        key = sort_key(x, key_type, order)
+        if key_only:
+            return x, key
+        high = arith.shli(arith.extui(moved_type, key), arith.constant(moved_type, 32))
+        return x, arith.ori(high, arith.index_cast(moved_type, i))  # the key above the position
+
+    def count(c: ir.Value) -> None:
         clear(c)
         lo, hi = bounds(c)
         loop = scf.ForOp(lo, hi, index_const(1), [index_const(0)])
         with ir.InsertionPoint(loop.body):
-            i = loop.induction_variable
-            x = tensor.extract(inputs[order.operand], [i])
-            key = sort_key(x, key_type, order)
-            moved = key
-            if not key_only:  # the key above the element's position
-                high = arith.shli(arith.extui(moved_type, key), arith.constant(moved_type, 32))
-                moved = arith.ori(high, arith.index_cast(moved_type, i))
-            memref.store(moved, data[0], [i])
+            x, moved = moved_at(loop.induction_variable)
             _bump(counts, [c, c, moved_digit(moved, 0)])
             found = loop.inner_iter_args[0]
             if nan_last:
@@ -151,7 +155,7 @@ def parallel_radix(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], n
             scf.YieldOp([found])
         memref.store(loop.results[0], nans, [c])
 
-    _forall(chunks, build)
+    _forall(chunks, count)
 
     for p in range(passes):
         # Starts: buckets in order, chunks in order within a bucket (stability).
@@ -165,17 +169,17 @@ def parallel_radix(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], n
                     total = arith.addi(total, memref.load(counts, [index_const(t),
                                                                   index_const(c), b]))
             scf.YieldOp([total])
-        source, target = data[p % 2], data[(p + 1) % 2]
+        source, target = data[(p + 1) % 2] if p else None, data[p % 2]
         last = p == passes - 1
 
-        def scatter(c: ir.Value, p: int = p, source: ir.Value = source,
+        def scatter(c: ir.Value, p: int = p, source: ir.Value | None = source,
                     target: ir.Value = target, last: bool = last) -> None:
             if not last:
                 clear(c)
             lo, hi = bounds(c)
 
             def move(i: ir.Value) -> None:
-                moved = memref.load(source, [i])
+                moved = moved_at(i)[1] if p == 0 else memref.load(source, [i])
                 at = [c, moved_digit(moved, p)]
                 pos = memref.load(starts, at)
                 memref.store(arith.addi(pos, _i32(1)), starts, at)
@@ -189,7 +193,7 @@ def parallel_radix(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], n
 
         _forall(chunks, scatter)
 
-    sorted_ = data[passes % 2]
+    sorted_ = data[(passes - 1) % 2]
     results = _unpack(inputs, types, order, sorted_, n, shift, chunks, key_only)
     if nan_last:
         found = index_const(0)
