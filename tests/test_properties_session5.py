@@ -192,3 +192,84 @@ def test_softmax_in_a_loop_body() -> None:
     for _ in range(3):
         want = _np_softmax(want * 4) + want
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+# ---- 1x1 convolutions as matmuls ----------------------------------------------------------
+
+def _conv1x1(lhs_layout: str, rhs_layout: str, out_layout: str, n: int, c: int, o: int,
+             spatial: tuple[int, ...], lhs_minor_to_major: tuple[int, ...] | None = None,
+             root: object = None) -> tuple[xm.XlaComputation, np.ndarray, np.ndarray, np.ndarray]:
+    """A 1x1 convolution in the given layouts (letters N C, O I and H W D for the spatial
+    dimensions), its integer operands and its result by einsum in float64."""
+    letters = "HWD"[:len(spatial)]
+    lsizes = {"N": n, "C": c, **dict(zip(letters, spatial))}
+    ksizes = {"O": o, "I": c, **dict.fromkeys(letters, 1)}
+    dn = xm.ConvDimensionNumbers(
+        input_batch_dimension=lhs_layout.index("N"), input_feature_dimension=lhs_layout.index("C"),
+        input_spatial_dimensions=tuple(lhs_layout.index(s) for s in letters),
+        kernel_output_feature_dimension=rhs_layout.index("O"),
+        kernel_input_feature_dimension=rhs_layout.index("I"),
+        kernel_spatial_dimensions=tuple(rhs_layout.index(s) for s in letters),
+        output_batch_dimension=out_layout.index("N"), output_feature_dimension=out_layout.index("C"),
+        output_spatial_dimensions=tuple(out_layout.index(s) for s in letters))
+    ld = tuple(lsizes[ch] for ch in lhs_layout)
+    kd = tuple(ksizes[ch] for ch in rhs_layout)
+    b = xm.XlaBuilder("conv1x1")
+    x = b.parameter(0, shape(np.float32, ld, lhs_minor_to_major))
+    w = b.parameter(1, shape(np.float32, kd))
+    y = b.conv_general_dilated(x, w, [1] * len(spatial), [(0, 0)] * len(spatial),
+                               dimension_numbers=dn)
+    comp = b.build(root(b, y) if root else y)
+    rng = np.random.default_rng(len(ld) * 1000 + n * 100 + c + o)
+    xv = rng.integers(-3, 4, ld).astype(np.float32)
+    wv = rng.integers(-3, 4, kd).astype(np.float32)
+    sp = letters.lower()
+    xs = np.einsum(f"{lhs_layout.lower()}->n{sp}c", xv.astype(np.float64))
+    ks = np.einsum(f"{rhs_layout.lower()}->io", wv.astype(np.float64))
+    ys = np.einsum(f"n{sp}c,co->n{sp}o", xs, ks)
+    want = np.einsum(f"n{sp}o->{out_layout.lower().replace('c', 'o')}", ys).astype(np.float32)
+    return comp, xv, wv, want
+
+
+@pytest.mark.parametrize(("lhs", "rhs", "out"), [
+    ("NHWC", "HWIO", "NHWC"), ("NWHC", "WHOI", "NWHC"), ("NHWC", "OIHW", "NHWC"),
+    ("NHWC", "IOHW", "NHWC"), ("NHWC", "HIWO", "NHWC"), ("NHWC", "HWIO", "NCHW")])
+def test_pointwise_convolution_layouts(lhs: str, rhs: str, out: str) -> None:
+    comp, xv, wv, want = _conv1x1(lhs, rhs, out, 2, 33, 65, (9, 7))
+    assert_same_bits(xm.compile(comp)(xv, wv), want)
+
+
+def test_pointwise_convolution_edges_on_every_target() -> None:
+    """NaN and infinities in both operands, a column-major lhs parameter, 1-D and 3-D. At
+    most one NaN enters each sum but x86's default one (which of several NaNs a dot returns
+    is not guaranteed: docs/numerics.md)."""
+    comp, xv, wv, want = _conv1x1("NHWC", "HWIO", "NHWC", 1, 40, 48, (8, 9), (0, 1, 2, 3))
+    xv[..., 5] = np.where(xv[..., 5] == 0, 1, xv[..., 5])  # no 0 * inf beside the NaN
+    xv[0, 1, 2, 3] = np.nan
+    xv[0, 3, 3, :] = np.inf
+    wv[0, 0, 5, 7] = -np.inf
+    with np.errstate(invalid="ignore"):
+        xs, ws = xv.astype(np.float64), wv.astype(np.float64)
+        want = np.einsum("nhwc,co->nhwo", xs, ws[0, 0]).astype(np.float32)
+    got = on_every_target(comp, xv, wv)
+    np.testing.assert_array_equal(got, want)  # NaN where numpy has one
+    for dims in [("NHC", "HIO", "NHC", 3, 40, 50, (70,)),
+                 ("NHWDC", "HWDIO", "NHWDC", 1, 20, 30, (5, 6, 7))]:
+        comp, xv, wv, want = _conv1x1(*dims)
+        assert_same_bits(xm.compile(comp)(xv, wv), want)
+
+
+def test_pointwise_convolution_result_reshaped_and_shared() -> None:
+    """The result reaches the outputs through reshapes (written in the output buffer) and
+    as itself: a reshaped output, the plain output and a sum read after both."""
+    n, c, o, sp = 2, 33, 65, (9, 7)
+    total = n * o * sp[0] * sp[1]
+
+    def root(b: xm.XlaBuilder, y: xm.XlaOp) -> xm.XlaOp:
+        return b.tuple([b.reshape(y, (n * sp[0], sp[1] * o)), y, b.reshape(b.add(y, y), (total,))])
+
+    comp, xv, wv, want = _conv1x1("NHWC", "HWIO", "NHWC", n, c, o, sp, root=root)
+    flat, plain, doubled = on_every_target(comp, xv, wv)
+    assert_same_bits(flat, want.reshape(n * sp[0], sp[1] * o))
+    assert_same_bits(plain, want)
+    assert_same_bits(doubled, (want * 2).reshape(-1))
