@@ -24,7 +24,8 @@ SOURCE = r'''/* The common case of an Executable call in C (runtime/fastcall.py 
 #define PyDataType_ELSIZE(descr) ((descr)->elsize)
 #endif
 
-#include <fenv.h>
+#include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -145,26 +146,31 @@ static int fastcall_init(FastCall *self, PyObject *args, PyObject *kwds) {
 
 /* The bytes of a Python scalar as `descr`'s type, when the conversion is exact enough that
  * numpy would neither raise nor round differently (else 0: the caller defers). */
-/* A double as float64 or float32, when the narrowing raises no flag (else 0). */
+/* A double as float64 or float32, when the narrowing surely raises no floating-point flag
+ * (else 0). numpy casts the same way and raises on a flag (np.errstate(all="raise") in
+ * runtime/arguments.py): an overflow, a result that may be tiny (underflow), a signaling
+ * NaN (invalid) go to that path. Checked on the values: reading the FP status costs more
+ * than the rest of the call. */
 static int store_double(double value, int type, char *out) {
     if (type == NPY_DOUBLE) {
         memcpy(out, &value, sizeof value);
         return 1;
     }
-    if (type == NPY_FLOAT) {
-        /* numpy casts the same way and raises on overflow (np.errstate(all="raise") in
-         * runtime/arguments.py); any flag here sends the value to that path. */
-        volatile double in = value;
-        feclearexcept(FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID);
-        volatile float narrowed = (float)in;
-        if (fetestexcept(FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)) {
+    if (type != NPY_FLOAT) {
+        return 0;
+    }
+    float narrowed = (float)value;
+    if (isnan(value)) {
+        uint64_t bits;
+        memcpy(&bits, &value, sizeof bits);
+        if (!(bits & (1ULL << 51))) { /* the quiet bit clear: signaling */
             return 0;
         }
-        float result = narrowed;
-        memcpy(out, &result, sizeof result);
-        return 1;
+    } else if ((isinf(narrowed) && !isinf(value)) || (value != 0 && fabs(value) < 2.0 * FLT_MIN)) {
+        return 0;
     }
-    return 0;
+    memcpy(out, &narrowed, sizeof narrowed);
+    return 1;
 }
 
 static int python_scalar(PyObject *obj, PyArray_Descr *descr, char *out) {

@@ -7,6 +7,7 @@ XLAMLIR_FASTCALL=off, everything still runs through ctypes."""
 from __future__ import annotations
 
 import gc
+import struct
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -115,6 +116,11 @@ def test_mixed_dtypes_many_parameters_and_no_parameter() -> None:
     assert fast(exe).tolist() == [0, 1, 2]
 
 
+# A float64 signaling NaN (quiet bit clear): narrowing it raises numpy's invalid flag.
+SIGNALING_NAN = struct.unpack("<d", struct.pack("<Q", 0x7FF0000000000001))[0]
+QUIET_NAN_PAYLOAD = struct.unpack("<d", struct.pack("<Q", 0xFFF8_0123_4567_89AB))[0]
+
+
 def scalar_exe(text: str) -> xm.Executable:
     b = xm.XlaBuilder("scalar_" + text.split("[")[0])
     p = b.parameter(0, S(text))
@@ -124,7 +130,10 @@ def scalar_exe(text: str) -> xm.Executable:
 @pytest.mark.parametrize("text, values", [
     ("f32[]", [0.0, -0.0, 1.5, float("nan"), float("inf"), -float("inf"), 1e-50, -1e-45, 1e-40,
                3.4028234663852886e38, 3.5e38, 1e39, -1e300, 7, -3, 2**24 + 1, 2**53 + 1, 2**60 + 1,
-               2**127 + 1, 2**128, True, 2j, np.float64(1.0)]),
+               2**127 + 1, 2**128, True, 2j, np.float64(1.0), SIGNALING_NAN, -SIGNALING_NAN,
+               QUIET_NAN_PAYLOAD,
+               1.1754943508222875e-38, 1.1754942e-38, 2.350988701644575e-38, 1.401298464324817e-45,
+               7e-46, 3.4028235677973366e38, 3.4028235677973362e38]),
     ("f64[]", [0.0, -0.0, 1e-320, float("nan"), 1e308, 5, 2**53 - 1, -2**53, 2**53 + 1, 2**64 + 1,
                2**1100, True, 1 + 0j]),
     ("s8[]", [0, 127, 128, -128, -129, 3.0, 3.5, True, 2**70, np.int64(3), np.int8(-3)]),
@@ -147,7 +156,8 @@ def test_python_and_numpy_scalars_as_the_ctypes_path(text: str, values: list[Any
 
 
 def test_exact_python_scalars_take_the_c_path() -> None:
-    for text, value in [("f32[]", 1.5), ("f32[]", float("nan")), ("f64[]", -0.0), ("s8[]", -128),
+    for text, value in [("f32[]", 1.5), ("f32[]", float("nan")), ("f32[]", QUIET_NAN_PAYLOAD),
+                        ("f64[]", -0.0), ("s8[]", -128),
                         ("f32[]", 2**24 + 1), ("f64[]", -2**53), ("f32[]", -7),
                         ("u64[]", 2**63 - 1), ("pred[]", True), ("c128[]", 1 - 2j)]:
         exe = scalar_exe(text)
