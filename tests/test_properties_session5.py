@@ -273,3 +273,73 @@ def test_pointwise_convolution_result_reshaped_and_shared() -> None:
     assert_same_bits(flat, want.reshape(n * sp[0], sp[1] * o))
     assert_same_bits(plain, want)
     assert_same_bits(doubled, (want * 2).reshape(-1))
+
+
+# ---- parallel radix sort of one long row --------------------------------------------------
+
+LONG_ROW = (1 << 17) + 1  # the parallel path's threshold, plus a last chunk of one element
+
+
+def _total_key(x: np.ndarray) -> np.ndarray:
+    """Unsigned keys in XLA's total order of floats (-NaN < -inf < ... < -0 < +0 < ... < NaN)."""
+    unsigned = {2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize]
+    bits = x.view(unsigned).astype(np.uint64)
+    width = 8 * x.dtype.itemsize
+    sign, mask = np.uint64(1 << (width - 1)), np.uint64((1 << width) - 1)
+    return np.where(bits & sign, ~bits & mask, bits | sign)
+
+
+def _float_row(rng: np.random.Generator, n: int, dtype: object) -> np.ndarray:
+    x = rng.integers(-100, 100, n).astype(np.float64)
+    x[rng.random(n) < 0.02] = np.nan
+    x[rng.random(n) < 0.01] = -0.0
+    x = x.astype(dtype)
+    if np.dtype(dtype) == np.float32:  # NaNs with a sign and a payload, kept as they are
+        nans = np.flatnonzero(np.isnan(x))
+        x[nans[::2]] = np.array([0xFFC00001], np.uint32).view(np.float32)[0]
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, BF16])
+def test_long_row_default_order(dtype: object) -> None:
+    """No comparator: the total order with every NaN one largest key, stable; the row is
+    also read after the sort (x + x)."""
+    x = _float_row(np.random.default_rng(4), LONG_ROW, dtype)
+    b = xm.XlaBuilder("sort_long")
+    p = b.parameter(0, shape(dtype, x.shape))
+    comp = b.build(b.tuple([b.sort(p), b.add(p, p)]))
+    got, doubled = xm.compile(comp)(x)
+    canonical = np.where(np.isnan(x.astype(np.float64)), np.nan, x.astype(np.float64)).astype(dtype)
+    assert_same_bits(got, x[np.argsort(_total_key(canonical), kind="stable")])
+    assert_same_bits(doubled, (x.astype(np.float64) * 2).astype(dtype))
+
+
+@pytest.mark.parametrize(("direction", "compare_type", "key_dtype"), [
+    ("GT", "TOTALORDER", np.float32), ("LT", None, np.int32), ("GT", None, np.uint8)])
+def test_long_row_keyed_by_the_second_operand(direction: str, compare_type: str | None,
+                                              key_dtype: object) -> None:
+    """Two operands sorted by operand 1 (keys of <= 32 bits, f64 values carried along)."""
+    n = LONG_ROW + 6
+    rng = np.random.default_rng(5)
+    if np.dtype(key_dtype).kind == "f":
+        keys = rng.integers(-50, 50, n).astype(key_dtype)
+        keys[rng.random(n) < 0.01] = -0.0
+        keys[rng.random(n) < 0.01] = np.inf
+    else:
+        keys = rng.integers(0, 200, n).astype(key_dtype)
+    values = rng.standard_normal(n)
+    b = xm.XlaBuilder("sort_keyed")
+    v = b.parameter(0, shape(np.float64, (n,)))
+    k = b.parameter(1, shape(key_dtype, (n,)))
+    b.sort([v, k], lambda v0, v1, k0, k1: k0.builder.compare(k0, k1, direction, compare_type),
+           0, True)
+    comp = b.build()
+    got_v, got_k = on_every_target(comp, values, keys) if key_dtype == np.float32 else \
+        xm.compile(comp)(values, keys)
+    if np.dtype(key_dtype).kind == "f":
+        order_key = _total_key(keys).astype(np.float64)  # exact: < 2**53 distinct needed
+    else:
+        order_key = keys.astype(np.float64)
+    order = np.argsort(-order_key if direction == "GT" else order_key, kind="stable")
+    assert_same_bits(got_k, keys[order])
+    assert_same_bits(got_v, values[order])
