@@ -20,6 +20,7 @@ SOURCE = r'''/* The common case of an Executable call in C (runtime/fastcall.py 
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
+#include <numpy/arrayscalars.h>
 #if NPY_ABI_VERSION < 0x02000000 /* numpy 1.x: no accessor, the field */
 #define PyDataType_ELSIZE(descr) ((descr)->elsize)
 #endif
@@ -234,6 +235,61 @@ static int same_dtype(PyArray_Descr *a, PyArray_Descr *b) {
     return a == b || PyArray_EquivTypes(a, b);
 }
 
+/* Where a scalar of a built-in numeric type keeps its value (NULL for other types). */
+static void *builtin_value(PyObject *obj, int type) {
+    switch (type) {
+#define VALUE(NPY, NAME) \
+    case NPY:            \
+        return &PyArrayScalar_VAL(obj, NAME);
+        VALUE(NPY_BOOL, Bool)
+        VALUE(NPY_BYTE, Byte)
+        VALUE(NPY_UBYTE, UByte)
+        VALUE(NPY_SHORT, Short)
+        VALUE(NPY_USHORT, UShort)
+        VALUE(NPY_INT, Int)
+        VALUE(NPY_UINT, UInt)
+        VALUE(NPY_LONG, Long)
+        VALUE(NPY_ULONG, ULong)
+        VALUE(NPY_LONGLONG, LongLong)
+        VALUE(NPY_ULONGLONG, ULongLong)
+        VALUE(NPY_HALF, Half)
+        VALUE(NPY_FLOAT, Float)
+        VALUE(NPY_DOUBLE, Double)
+        VALUE(NPY_CFLOAT, CFloat)
+        VALUE(NPY_CDOUBLE, CDouble)
+#undef VALUE
+    default:
+        return NULL;
+    }
+}
+
+/* A user dtype's scalar (bfloat16, float8_*, int4, ...) as bytes in `out`; 0: defer. */
+static int user_scalar(PyObject *obj, PyArray_Descr *descr, char *out) {
+    if (descr->type_num < NPY_USERDEF) {
+        return 0;
+    }
+#if NPY_FEATURE_VERSION >= NPY_2_0_API_VERSION
+    PyArray_Descr *own = PyArray_DescrFromScalar(obj);
+    if (own == NULL) { /* the ctypes path says what is wrong with it */
+        PyErr_Clear();
+        return 0;
+    }
+    int same = PyDataType_ELSIZE(own) == PyDataType_ELSIZE(descr) && same_dtype(own, descr);
+    Py_DECREF(own);
+    /* PyArray_ScalarAsCtype guesses where a user type's scalar keeps its value (wrongly for
+     * ml_dtypes' bfloat16); the dtype's own setitem knows. */
+    if (!same || PyArray_Pack(descr, out, obj) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+#else
+    (void)obj;
+    (void)out;
+    return 0;
+#endif
+}
+
 static PyObject *fastcall_run(FastCall *self, PyObject *args) {
     if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != self->nparams) {
         Py_RETURN_NOTIMPLEMENTED;
@@ -263,33 +319,17 @@ static PyObject *fastcall_run(FastCall *self, PyObject *args) {
         } else if (leaf->rank != 0 || PyDataType_ELSIZE(leaf->descr) > SCALAR_BYTES) {
             Py_RETURN_NOTIMPLEMENTED;
         } else if (Py_TYPE(obj) == leaf->descr->typeobj && PyArray_IsScalar(obj, Generic)) {
-            /* A numpy scalar of the parameter's exact type (the ctypes path's np.array(x)). */
-            PyArray_Descr *own = PyArray_DescrFromScalar(obj);
-            if (own == NULL) { /* the ctypes path says what is wrong with it */
-                PyErr_Clear();
+            /* A numpy scalar of the parameter's exact type (the ctypes path's np.array(x)):
+             * a built-in type's value is read where it is (the object is immutable and the
+             * args tuple keeps it alive); a user type's (bfloat16, the narrow types) is
+             * written by its dtype. */
+            data = builtin_value(obj, leaf->descr->type_num);
+            if (data == NULL && !user_scalar(obj, leaf->descr, scalars[i])) {
                 Py_RETURN_NOTIMPLEMENTED;
             }
-            int same = PyDataType_ELSIZE(own) == PyDataType_ELSIZE(leaf->descr)
-                       && same_dtype(own, leaf->descr);
-            Py_DECREF(own);
-            if (!same) {
-                Py_RETURN_NOTIMPLEMENTED;
+            if (data == NULL) {
+                data = scalars[i];
             }
-            if (leaf->descr->type_num < NPY_USERDEF) {
-                PyArray_ScalarAsCtype(obj, scalars[i]);
-            } else {
-#if NPY_FEATURE_VERSION >= NPY_2_0_API_VERSION
-                /* ScalarAsCtype guesses where a user type's scalar keeps its value (wrongly
-                 * for ml_dtypes' bfloat16); the dtype's own setitem knows. */
-                if (PyArray_Pack(leaf->descr, scalars[i], obj) < 0) {
-                    PyErr_Clear();
-                    Py_RETURN_NOTIMPLEMENTED;
-                }
-#else
-                Py_RETURN_NOTIMPLEMENTED;
-#endif
-            }
-            data = scalars[i];
         } else if (python_scalar(obj, leaf->descr, scalars[i])) {
             data = scalars[i];
         } else {
