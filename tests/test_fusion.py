@@ -13,6 +13,7 @@ from test_vectorization import f32, softmax  # the same softmax the vectorizatio
 
 import xlamlir as xm
 from xlamlir.lowering.passes.fusion import duplicate_cheap_producers
+from xlamlir.lowering.passes.row_softmax import rows_softmax
 
 F32 = xm.F32
 
@@ -32,8 +33,21 @@ def test_pass_is_in_the_fused_stage() -> None:
     assert duplicate_cheap_producers in xm.Pipeline.default().passes("fused")
 
 
+def without_rows_softmax() -> xm.Pipeline:
+    """The default pipeline without rows_softmax, which replaces the fused softmax
+    (lowering/passes/row_softmax.py, tests/test_row_softmax.py)."""
+    pipeline = xm.Pipeline.default()
+    return pipeline.replace("fused", [p for p in pipeline.passes("fused") if p is not rows_softmax])
+
+
 def test_softmax_has_no_temporary_and_sums_exp_in_the_reduction() -> None:
-    fused = softmax(1024, 1024).stages["fused"]
+    b = xm.XlaBuilder("softmax")
+    x = b.parameter(0, f32(1024, 1024))
+    m = b.reduce(x, b.constant(np.float32(-np.inf)), lambda a, v: a.builder.max(a, v), [1])
+    e = b.exp(b.sub(x, b.broadcast_in_dim(m, (1024, 1024), [0])))
+    s = b.reduce(e, b.constant(np.float32(0)), lambda a, v: a + v, [1])
+    b.div(e, b.broadcast_in_dim(s, (1024, 1024), [0]))
+    fused = xm.compile(b.build(), pipeline=without_rows_softmax()).stages["fused"]
     # Only the result is 1024x1024: the exp is not materialized.
     assert fused.count("tensor.empty() : tensor<1024x1024xf32>") == 1
     assert "bufferization.alloc_tensor" not in fused
