@@ -177,6 +177,31 @@ def test_argsort_total_order_floats() -> None:
         assert_bits(v, x[want])
 
 
+def test_one_row_of_a_higher_rank_array() -> None:
+    # [1, n] along 1, [n, 1] along 0, [1, n, 1] along 1 with an iota: viewed as 1-D.
+    n = SIZES[2]
+    x = special_values(np.float32, n, 5)
+
+    def build(b, row, column, middle):
+        iota = b.iota(xm.Shape.array(xm.S32, (1, n, 1)), 1)
+        return b.tuple([b.sort(row, dimension=1), b.sort(column, dimension=0),
+                        b.sort([middle, iota], dimension=1, is_stable=True)])
+
+    r, c, (m, i) = run(build, x.reshape(1, n), x.reshape(n, 1), x.reshape(1, n, 1))
+    want = stable_order(order_keys(x, True))
+    assert_bits(r, x[want].reshape(1, n))
+    assert_bits(c, x[want].reshape(n, 1))
+    assert_bits(m, x[want].reshape(1, n, 1))
+    np.testing.assert_array_equal(i, want.reshape(1, n, 1))
+    b = xm.XlaBuilder("ir")
+    b.sort(b.parameter(0, shape(np.float32, (1, n))), dimension=1)
+    check_ir(stage_text(b.build(), "linalg"), """
+        CHECK: tensor.collapse_shape
+        CHECK: scf.forall (%{{.*}}) in (3) {
+        CHECK: tensor.expand_shape
+    """)
+
+
 @pytest.mark.parametrize("target", ["x86-64-v2", "x86-64-v3", "x86-64-v4"])
 def test_every_target_cpu(target: str) -> None:
     n = 1 << 20

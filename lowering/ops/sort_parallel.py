@@ -1,7 +1,8 @@
 """One long row radix-sorted by all the cores: a parallel LSD radix sort.
 
-For a 1-D sort of at least PARALLEL_MIN elements in a recognised key order
-(`sort_kernels.key_order`), one operand or keys of up to 32 bits: the row is
+For a sort of one row (any other dimensions are 1) of at least PARALLEL_MIN
+elements in a recognised key order (`sort_kernels.key_order`), one operand or
+keys of up to 32 bits: the row is
 split into chunks of S elements (S a power of two, the last chunk shorter), at
 most CHUNKS of them. The chunking depends on the size alone, never on the
 host's cores, and the result is the stable sort's whatever the chunking (a
@@ -32,6 +33,7 @@ the sequential radix sort. Imports `dialect` and the lowering modules.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from mlir import ir
@@ -54,7 +56,7 @@ def parallel_applies(dims: Sequence[int], axis: int, types: Sequence[PrimitiveTy
                      order: KeyOrder) -> bool:
     """Whether `parallel_radix` sorts this: one long row, one operand or short keys."""
     n = dims[axis]
-    return (len(dims) == 1 and PARALLEL_MIN <= n < 2 ** 31
+    return (math.prod(dims) == n and PARALLEL_MIN <= n < 2 ** 31
             and (len(types) == 1 or key_bits(types[order.operand]) <= 32))
 
 
@@ -91,7 +93,20 @@ def _bump(table: ir.Value, at: list[ir.Value]) -> None:
 
 def parallel_radix(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], n: int,
                    order: KeyOrder) -> list[ir.Value]:
-    """The 1-D `inputs` (n elements) sorted by `order`, stably."""
+    """`inputs` (one row of n elements, any rank: the other dimensions are 1) sorted by
+    `order`, stably."""
+    dims = list(ir.RankedTensorType(inputs[0].type).shape)
+    if len(dims) == 1:
+        return _sort_row(inputs, types, n, order)
+    # Viewed as 1-D and back (views: no copy).
+    flat = [tensor.collapse_shape(ir.RankedTensorType.get([n], element_type(x)), x,
+                                  [list(range(len(dims)))]) for x in inputs]
+    return [tensor.expand_shape(x.type, r, [list(range(len(dims)))], [], dims)
+            for x, r in zip(inputs, _sort_row(flat, types, n, order))]
+
+
+def _sort_row(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], n: int,
+              order: KeyOrder) -> list[ir.Value]:
     key_type = types[order.operand]
     width = key_bits(key_type)
     kt = ir.IntegerType.get_signless(width)
