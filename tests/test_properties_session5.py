@@ -36,6 +36,7 @@ import pytest
 from reference import evaluate
 
 import xlamlir as xm
+from xlamlir.runtime import fastcall
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("x86-64-v2", "x86-64-v3", "x86-64-v4")
@@ -343,3 +344,200 @@ def test_long_row_keyed_by_the_second_operand(direction: str, compare_type: str 
     order = np.argsort(-order_key if direction == "GT" else order_key, kind="stable")
     assert_same_bits(got_k, keys[order])
     assert_same_bits(got_v, values[order])
+
+
+# ---- runner utils, disk cache and C calls in fresh processes ------------------------------
+
+_FRESH_PROCESS = """
+    import sys
+    import ml_dtypes
+    import numpy as np
+    import xlamlir as xm
+    from xlamlir.runtime import disk_cache
+
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    b = xm.XlaBuilder("narrow")
+    x = b.parameter(0, xm.Shape.array(xm.F64, (33,)))
+    h = b.parameter(1, xm.Shape.array(xm.F16, (33,)))
+    b.tuple([b.convert_element_type(x, xm.BF16), b.convert_element_type(x, xm.F16),
+             b.convert_element_type(h, xm.F64)])
+    narrow = b.build()
+    b = xm.XlaBuilder("layouts")  # a column-major parameter returned: a strided copy
+    p = b.parameter(0, xm.Shape.array(xm.F32, (3, 5), (0, 1)))
+    b.tuple([p, b.add(p, p)])
+    layouts = b.build()
+    b = xm.XlaBuilder("math")  # libm calls, pow and rem among them
+    u, v = (b.parameter(i, xm.Shape.array(xm.F32, (37,))) for i in range(2))
+    b.tuple([b.pow(u, v), b.rem(u, v), b.cbrt(u), b.erf(u), b.atan2(u, v), b.round_nearest_even(u)])
+    maths = b.build()
+
+    xv = np.array([1 / 3, -0.0, np.inf, np.nan, 1e-40, 65504.0, 65520.0, 1e300, -2.5e-8] * 3
+                  + [3.0] * 6)
+    hv = np.linspace(-70000, 70000, 33).astype(np.float16)
+    data = np.asfortranarray(np.arange(15, dtype=np.float32).reshape(3, 5))
+    uv, vv = np.linspace(-3, 3, 37, dtype=np.float32), np.linspace(-2.5, 2.7, 37, dtype=np.float32)
+    results = []
+    for comp, args in [(narrow, (xv, hv)), (layouts, (data,)), (maths, (uv, vv))]:
+        exe = xm.compile(comp, target_cpu=sys.argv[1])
+        calls = [exe(*args) for _ in range(3)]  # the third takes the C path
+        results.append((exe.compile_stats["disk_cache"], calls))
+    disk_cache.flush()
+    np.save(sys.argv[2], np.array(results, dtype=object), allow_pickle=True)
+"""
+
+
+def _fresh_process(target: str, out: Path, cache: Path) -> list:
+    env = {**os.environ, "XLAMLIR_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT.parent)}
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_FRESH_PROCESS), target, str(out)],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return list(np.load(out, allow_pickle=True))
+
+
+def test_fresh_processes_compile_then_load_from_the_cache(tmp_path: Path) -> None:
+    """A process compiles 16-bit float conversions, a strided copy and libm calls (the JIT
+    without the runner utils unless they are needed) into a disk cache; a second process
+    loads them (hits), another target compiles its own entries (misses). Every call, the
+    C path's too, gives the same bits as numpy / the first process."""
+    cache = tmp_path / "cache"
+    first = _fresh_process("x86-64-v3", tmp_path / "a.npy", cache)
+    second = _fresh_process("x86-64-v3", tmp_path / "b.npy", cache)
+    other = _fresh_process("x86-64-v2", tmp_path / "c.npy", cache)
+    assert [r[0] for r in first] == ["miss"] * 3
+    assert [r[0] for r in second] == ["hit"] * 3
+    assert [r[0] for r in other] == ["miss"] * 3
+    for a, b, c in zip(first, second, other):
+        for calls in (a[1], b[1], c[1]):
+            for call in calls:
+                for got, want in zip(call, a[1][0]):
+                    assert_same_bits(got, want)
+    xv = np.array([1 / 3, -0.0, np.inf, np.nan, 1e-40, 65504.0, 65520.0, 1e300, -2.5e-8] * 3
+                  + [3.0] * 6)
+    with np.errstate(over="ignore"):
+        hv = np.linspace(-70000, 70000, 33).astype(np.float16)
+    to_bf16, to_f16, from_f16 = first[0][1][0]
+    with np.errstate(over="ignore"):
+        assert_same_bits(to_bf16, xv.astype(BF16))
+        assert_same_bits(to_f16, xv.astype(np.float16))
+    assert_same_bits(from_f16, hv.astype(np.float64))
+    data = np.asfortranarray(np.arange(15, dtype=np.float32).reshape(3, 5))
+    same, doubled = first[1][1][0]
+    assert_same_bits(same, data)
+    assert_same_bits(doubled, data * 2)
+
+
+# ---- the C call path --------------------------------------------------------------------
+
+def _fast_program() -> xm.XlaComputation:
+    b = xm.XlaBuilder("fast")
+    x = b.parameter(0, shape(np.float32, (6, 7)))
+    s = b.parameter(1, shape(np.int32, ()))
+    b.tuple([x, b.add(x, b.convert_element_type(s, xm.F32)), b.mul(s, s)])
+    return b.build()
+
+
+def test_c_path_results_never_alias_arguments() -> None:
+    """A returned parameter is a copy on every call (the C path from the third), and a
+    result written by the caller changes neither the argument nor a later result."""
+    exe = xm.compile(_fast_program())
+    x = np.arange(42, dtype=np.float32).reshape(6, 7)
+    keep = x.copy()
+    results = [exe(x, np.int32(3)) for _ in range(4)]
+    for same, shifted, square in results:
+        assert not np.shares_memory(same, x) and not np.shares_memory(shifted, same)
+        same[...] = -1
+        shifted[...] = -1
+    assert_same_bits(x, keep)
+    same, shifted, square = exe(x, 3)
+    assert_same_bits(same, keep)
+    assert_same_bits(shifted, keep + 3)
+    assert_same_bits(square, np.array(9, np.int32))
+
+
+def test_c_path_defers_what_it_cannot_take() -> None:
+    """From the C path's calls on, the ctypes path still takes (and rejects) the rest:
+    views, Fortran order, unaligned data, wrong dtypes and inexact scalars."""
+    exe = xm.compile(_fast_program())
+    x = np.arange(42, dtype=np.float32).reshape(6, 7)
+    for _ in range(3):
+        exe(x, np.int32(1))
+    unaligned = np.frombuffer(b"\0" + x.tobytes(), np.float32, offset=1).reshape(6, 7)
+    for arg in [np.asfortranarray(x), np.arange(84, dtype=np.float32).reshape(6, 14)[:, ::2],
+                unaligned, x[::-1][::-1]]:
+        same, shifted, _ = exe(arg, 2)
+        assert_same_bits(same, np.ascontiguousarray(arg))
+        assert_same_bits(shifted, np.ascontiguousarray(arg) + 2)
+    for bad in [(x.astype(np.float64), 1), (x, 1.5), (x, 2 ** 40), (x[:5], 1), (x.astype(">f4"), 1)]:
+        with pytest.raises(xm.ArgumentError):
+            exe(*bad)
+
+
+def test_c_path_from_many_threads() -> None:
+    """Eight threads call one executable at once, each on its own data."""
+    exe = xm.compile(_fast_program())
+    exe(np.zeros((6, 7), np.float32), 0)
+    errors: list[str] = []
+
+    def work(k: int) -> None:
+        x = np.full((6, 7), k, np.float32) + np.arange(7, dtype=np.float32)
+        for i in range(300):
+            same, shifted, square = exe(x, np.int32(i))
+            if not (np.array_equal(same, x) and np.array_equal(shifted, x + i) and square == i * i):
+                errors.append(f"thread {k} call {i}")
+                return
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+
+
+def test_random_stream_the_same_on_both_call_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rng_uniform's per-executable state advances the same whichever path runs a call."""
+    b = xm.XlaBuilder("rng")
+    lo = b.parameter(0, shape(np.float32, ()))
+    b.rng_uniform(lo, b.constant(np.float32(1)), (17,))
+    comp = b.build()
+    fast = xm.compile(comp)
+    if not fast._use_fastcall():
+        pytest.skip(f"no C path here: {fastcall.unavailable_reason()}")
+    monkeypatch.setenv("XLAMLIR_FASTCALL", "off")
+    slow = xm.compile(comp, target_cpu="x86-64-v2")
+    for _ in range(5):
+        assert_same_bits(fast(np.float32(0)), slow(np.float32(0)))
+    assert slow._fast_run is None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_c_path_in_a_forked_child() -> None:
+    """A child forked after the C path was set up calls the executable and gets right
+    results; so does the parent afterwards."""
+    exe = xm.compile(_fast_program())
+    x = np.arange(42, dtype=np.float32).reshape(6, 7)
+    for _ in range(3):
+        exe(x, 1)
+    script = textwrap.dedent("""
+        import os, sys
+        import numpy as np
+        import xlamlir as xm
+        sys.path.insert(0, sys.argv[1])
+        from test_properties_session5 import _fast_program
+        exe = xm.compile(_fast_program())
+        x = np.arange(42, dtype=np.float32).reshape(6, 7)
+        for _ in range(3):
+            exe(x, 1)
+        pid = os.fork()
+        if pid == 0:
+            ok = all(np.array_equal(exe(x, i)[1], x + i) for i in range(50))
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0, status
+        assert np.array_equal(exe(x, 5)[1], x + 5)
+    """)
+    env = {**os.environ, "XLAMLIR_CACHE_DIR": "off", "PYTHONPATH": str(ROOT.parent)}
+    proc = subprocess.run([sys.executable, "-c", script, str(ROOT / "tests")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_same_bits(exe(x, 5)[1], x + 5)
