@@ -363,3 +363,30 @@ def test_every_target_cpu(target: str) -> None:
         assert outcome(lambda: fast(exe, x, k)) == outcome(lambda: exe._call_ctypes((x, k)))
         with np.errstate(invalid="ignore"):
             assert fast(exe, x, k).tobytes() == (x * np.float32(k)).tobytes()
+
+
+def test_an_executable_loaded_from_the_disk_cache(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Any) -> None:
+    # The C path calls the entry of the cached shared library as it calls the JIT's.
+    from xlamlir.runtime import disk_cache
+    from xlamlir.runtime.cached_library import linker
+    from xlamlir.runtime.compiler import clear_cache
+
+    if linker() is None:
+        pytest.skip("no linker: no disk cache")
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path))
+    b = xm.XlaBuilder("from_disk")
+    b.tuple([b.tanh(b.parameter(0, S("f32[5]"))), b.parameter(1, S("s32[]"))])
+    computation = b.build()
+    clear_cache()
+    xm.compile(computation)
+    disk_cache.flush()
+    clear_cache()
+    try:
+        exe = xm.compile(computation)
+        assert exe.compile_stats["disk_cache"] == "hit"
+        assert exe._use_fastcall()
+        x = np.linspace(-2, 2, 5, dtype=np.float32)
+        assert outcome(lambda: fast(exe, x, 7)) == outcome(lambda: exe._call_ctypes((x, 7)))
+    finally:
+        clear_cache()
