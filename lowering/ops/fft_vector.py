@@ -201,16 +201,17 @@ LOOPED_MIN_PASSES = 3  # radix-4 passes from which they run as one loop over the
 
 def looped_stockham(x: Planar, dims: Sequence[int], axis: int, sign: float, e: Elem, constant,
                     flat_in: bool = False, flat_out: bool = False) -> Planar | None:
-    """All radix-4 passes of a length-n transform along `axis` (twiddles as constants)
-    but the first as one scf.for over the passes, ping-ponging between two buffers of
-    their own (memref.alloc; the result handed back with bufferization.to_tensor
-    restrict): one copy of the pass's code instead of one per pass, a fifth of fft 1M's
-    code (its lowering and JIT time scale with it). The length L = 4**p, the pass's
-    rows and its column of the concatenated twiddle table are index values; every value
-    is computed as by stockham_pass, bit for bit. The first pass reads `x` (flat when
-    `flat_in`); a radix-2 pass (log2 n odd) follows the loop; `flat_out` views the last
-    buffer as [.., n * inner]. None when there are fewer than LOOPED_MIN_PASSES radix-4
-    passes (the unrolled passes are as short)."""
+    """The radix-4 passes of a length-n transform along `axis` (twiddles as constants)
+    as one scf.for over the passes, ping-ponging between two buffers of their own
+    (memref.alloc; the result handed back with bufferization.to_tensor restrict): one
+    copy of the pass's code instead of one per pass (fft 1M's lowering and JIT time
+    scale with its code). The length L = 4**p, the pass's rows and its column of the
+    concatenated twiddle table are index values; every value is computed as by
+    stockham_pass, bit for bit. Pass 0 reads `x`'s buffers (bufferization.to_buffer
+    read_only; viewed as [.., n, inner] when `flat_in`); a radix-2 pass (log2 n odd)
+    follows the loop; `flat_out` views the last buffer as [.., n * inner]. None when
+    there are fewer than LOOPED_MIN_PASSES radix-4 passes (the unrolled passes are as
+    short)."""
     dims = list(dims)
     n = dims[axis]
     fours, rows = 0, n
@@ -227,21 +228,31 @@ def looped_stockham(x: Planar, dims: Sequence[int], axis: int, sign: float, e: E
     table = np.concatenate(blocks, axis=1)
     tw = (constant(table.real, e), constant(table.imag, e))
 
-    def twiddle_at(column: ir.Value | None):
+    def twiddle_at(column: ir.Value):
         def twiddle(p: int, k0: ir.Value) -> list[ir.Value]:
-            at = k0 if column is None else arith.addi(column, k0)
-            return [tensor.extract(t, [index_const(p - 1), at]) for t in tw]
+            return [tensor.extract(t, [index_const(p - 1), arith.addi(column, k0)]) for t in tw]
         return twiddle
 
     memtype = ir.MemRefType.get(dims, e.type)
     buffers = [tuple(memref.alloc(memtype, [], [], alignment=64) for _ in range(2)) for _ in range(2)]
-    _radix_pass(x, buffers[0], axis, 4, 1, sign, twiddle_at(None), e, dims, flat_in=flat_in)
-    loop = scf.ForOp(index_const(1), index_const(fours), index_const(1), [])
+    # Pass 0 reads the operand's planes in place (read only): the flat [.., n * inner]
+    # ones viewed as [.., n, inner].
+    operand = []
+    for part in x:
+        shape = list(ir.RankedTensorType(part.type).shape)
+        buffer = bufferization.to_buffer(ir.MemRefType.get(shape, e.type), part, read_only=True)
+        if flat_in:
+            groups = [[k] for k in range(len(dims) - 2)] + [[len(dims) - 2, len(dims) - 1]]
+            buffer = memref.expand_shape(memtype, buffer, groups, [], dims)
+        operand.append(buffer)
+    loop = scf.ForOp(index_const(0), index_const(fours), index_const(1), [])
     with ir.InsertionPoint(loop.body):
         p = loop.induction_variable
-        # Pass p writes buffers[p % 2] and reads the other one.
+        # Pass p writes buffers[p % 2] and reads the other one (pass 0 the operand).
         odd = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(p, index_const(1)), index_const(0))
-        source = tuple(arith.select(odd, a, b) for a, b in zip(buffers[0], buffers[1]))
+        first = arith.cmpi(arith.CmpIPredicate.eq, p, index_const(0))
+        source = tuple(arith.select(first, o, arith.select(odd, a, b))
+                       for o, a, b in zip(operand, buffers[0], buffers[1]))
         target = tuple(arith.select(odd, b, a) for a, b in zip(buffers[0], buffers[1]))
         length = arith.shli(index_const(1), arith.shli(p, index_const(1)))
         column = arith.divui(arith.subi(length, index_const(1)), index_const(3))
