@@ -15,6 +15,7 @@ compiling (`reused_context`). Imports nothing of ours.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from mlir import ir
 
@@ -41,10 +42,18 @@ def reused_context(text_chars: int = 0) -> ir.Context:
     long. A context replaced while a caller still holds it lives on until released."""
     state = getattr(_reused, "state", None)
     if state is None or state[1] >= CONTEXT_USES or state[2] >= CONTEXT_TEXT_CHARS:
-        state = _reused.state = [new_context(), 0, 0]
+        state = _reused.state = [new_context(), 0, 0, {}]
     state[1] += 1
     state[2] += text_chars
     return state[0]
+
+
+def context_cache(context: ir.Context) -> dict[Any, Any] | None:
+    """A dict living as long as `context` is this thread's reusable one, for what costs
+    time to make per module and may be kept with the context (parsed pass pipelines:
+    lowering/pipeline.py); None for any other context."""
+    state = getattr(_reused, "state", None)
+    return state[3] if state is not None and state[0] is context else None
 
 
 def charge_context(context: ir.Context, text_chars: int) -> None:

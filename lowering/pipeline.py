@@ -16,6 +16,7 @@ from typing import Any
 from mlir import ir
 from mlir.passmanager import PassManager
 
+from ..dialect.context import context_cache
 from ..dialect.errors import CompileError
 from ..dialect.registry import DIALECT
 from ..dialect.verify import verify_module
@@ -415,7 +416,7 @@ def run_pass(module: ir.Module | ir.Operation, stage: str, spec: PassSpec,
         if isinstance(spec, str):
             pipeline_text = spec
             try:
-                pm = PassManager.parse(f"builtin.module({spec})", context=context)
+                pm = _parsed(spec, context)
             except Exception as e:  # noqa: BLE001 - the binding raises ValueError/MLIRError
                 raise CompileError(f"stage {stage!r}: cannot parse pass pipeline {spec!r}: {e}",
                                    stage, str(e)) from None
@@ -445,6 +446,19 @@ def run_pass(module: ir.Module | ir.Operation, stage: str, spec: PassSpec,
                              stage, str(failure[0]))
         error.failed_pass = spec  # type: ignore[attr-defined]
         raise error from failure[0]
+
+
+def _parsed(spec: str, context: ir.Context) -> PassManager:
+    """The pass manager of textual pipeline `spec`, kept with the thread's reusable
+    context: a pass manager initializes its passes once per context (canonicalize
+    collects every op's patterns), not once per run, and parsing is skipped too."""
+    cache = context_cache(context)
+    pm = cache.get(spec) if cache is not None else None
+    if pm is None:
+        pm = PassManager.parse(f"builtin.module({spec})", context=context)
+        if cache is not None:
+            cache[spec] = pm
+    return pm
 
 
 def _guarded(fn: Callable[[Any, Any], None], failure: list[BaseException],

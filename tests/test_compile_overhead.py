@@ -8,11 +8,17 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
+import pytest
 from mlir import ir
+from mlir.passmanager import PassManager
 
+import xlamlir as xm
+from xlamlir.dialect import context as contexts
 from xlamlir.dialect.context import new_context
+from xlamlir.runtime.compiler import clear_cache
 from xlamlir.runtime.jit_symbols import external_symbols, needs_runtime_libraries
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,3 +83,45 @@ def test_a_compile_loads_the_runner_utils_only_when_its_code_calls_them() -> Non
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["False", "True", "True", "True"]
+
+
+def _program(name: str, op: str) -> xm.XlaComputation:
+    b = xm.XlaBuilder(name)
+    x = b.parameter(0, xm.Shape.array(xm.F32, (37,)))
+    if op == "mul":
+        b.mul(x, x)
+    else:
+        getattr(b, op)(x)
+    return b.build()
+
+
+def test_pass_managers_are_parsed_once_per_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(contexts, "_reused", threading.local())
+    clear_cache()
+    xm.compile(_program("first", "mul"))
+    cache = contexts.context_cache(contexts._reused.state[0])
+    assert cache and all(isinstance(pm, PassManager) for pm in cache.values())
+    kept = dict(cache)
+    xm.compile(_program("second", "exp"))
+    assert all(cache[spec] is pm for spec, pm in kept.items())
+    # Any other context keeps nothing.
+    assert contexts.context_cache(new_context()) is None
+
+
+def test_reused_pass_managers_give_the_stages_of_fresh_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The second program loads dialects the first did not (math, complex): a reused
+    # canonicalize must see their patterns as a fresh one does.
+    def complex_program() -> xm.XlaComputation:
+        b = xm.XlaBuilder("complex_abs")
+        x = b.parameter(0, xm.Shape.array(xm.C64, (19,)))
+        b.add(b.abs(b.mul(x, x)), b.tanh(b.real(x)))
+        return b.build()
+
+    monkeypatch.setattr(contexts, "_reused", threading.local())
+    clear_cache()
+    xm.compile(_program("first", "mul"))
+    reused = xm.compile(complex_program()).stages
+    monkeypatch.setattr(contexts, "_reused", threading.local())
+    clear_cache()
+    fresh = xm.compile(complex_program()).stages
+    assert reused == fresh
