@@ -249,7 +249,13 @@ class _Text:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.count = 0
-        self.captured: list[ir.Value] = []
+        self.types: dict[tuple[ir.Type, bool], str] = {}
+
+    def typed(self, t: ir.Type, vector: bool) -> str:
+        key = (t, vector)
+        if key not in self.types:
+            self.types[key] = _typed(t, vector)
+        return self.types[key]
 
     def fresh(self) -> str:
         self.count += 1
@@ -279,8 +285,8 @@ class _Text:
                         return False
                     names[v] = self.constant(owner.attributes["value"], vector)
                 operands.append(names[v])
-            types = [_typed(v.type, vector) for v in op.operands]
-            result = _typed(op.results[0].type, vector)
+            types = [self.typed(v.type, vector) for v in op.operands]
+            result = self.typed(op.results[0].type, vector)
             attrs = ", ".join(f"{k} = {op.attributes[k]}" for k in op.attributes)
             props = f" <{{{attrs}}}>" if attrs else ""
             name = self.fresh()
@@ -291,12 +297,13 @@ class _Text:
 
 
 def _typed(t: ir.Type, vector: bool) -> str:
+    """The text of scalar type `t`, or of the vector of LANES of it."""
     text = str(t)
-    if vector:
-        if text not in _SCALARS:
-            raise ValueError(text)
-        return f"vector<{LANES}x{text}>"
-    return text
+    if not vector:
+        return text
+    if text not in _SCALARS:
+        raise ValueError(text)
+    return f"vector<{LANES}x{text}>"
 
 
 def _lane_fold(text: _Text, lanes: Any, combine: Any, vec: str) -> str | None:
