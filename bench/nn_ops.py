@@ -1,5 +1,6 @@
 """Neural-network workloads of issue #17: layer norm, attention, batched matmul, strided
-(NCHW, NHWC) / dilated / 1x1 / depthwise convolutions, 2x2 and 3x3 max-pools and a tanh RNN loop.
+(NCHW, NHWC) / dilated / 1x1 / depthwise convolutions, 2x2 and 3x3 max-pools and their
+gradients (select_and_scatter) and a tanh RNN loop.
 
 Each is a `Case` (bench/harness.py): ours built with the XlaBuilder API, numpy's usual way
 (matmuls on its BLAS, convolutions as im2col + matmul), and the JAX function a user would
@@ -8,6 +9,7 @@ write. Matmul-like results are checked against a float64 reference.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -201,6 +203,63 @@ def max_pool(shape: tuple[int, int, int, int] = (8, 112, 112, 64), window: int =
                         check=np.testing.assert_array_equal))
 
 
+def numpy_max_pool_grad(x: np.ndarray, source: np.ndarray, window: int, stride: int,
+                        pad: Sequence[tuple[int, int]]) -> np.ndarray:
+    """select_and_scatter(x, GE, window x window / stride on the two middle dimensions of
+    NHWC, padding `pad`, source, 0, add): in each window the first cell (in window order)
+    holding its maximum receives the source value; padding cells are never picked."""
+    n, h, w, c = x.shape
+    oh, ow = source.shape[1:3]
+    (top, _), (left, _) = pad[1], pad[2]
+    padded = np.pad(x, pad)
+    inside = np.zeros(padded.shape[1:3], bool)
+    inside[top:top + h, left:left + w] = True
+    cells = [(i, j) for i in range(window) for j in range(window)]
+
+    def at(a: np.ndarray, i: int, j: int) -> np.ndarray:
+        return a[..., i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride, :]
+
+    best = np.zeros(source.shape, x.dtype)
+    pick = np.full(source.shape, -1, np.int8)
+    for k, (i, j) in enumerate(cells):
+        value = at(padded, i, j)
+        valid = at(inside[None, :, :, None], i, j)
+        # XLA keeps the earlier cell unless select(earlier, later) = earlier >= later is false.
+        take = valid & ((pick < 0) | ~(best >= value))
+        best = np.where(take, value, best)
+        pick = np.where(take, np.int8(k), pick)
+    out = np.zeros(padded.shape, x.dtype)
+    # Reversed window order: each cell's contributions arrive in the source's row-major
+    # order (a later cell of a window is reached from an earlier window), as XLA adds them.
+    for k in reversed(range(len(cells))):
+        at(out, *cells[k])[...] += np.where(pick == k, source, np.float32(0))
+    return out[:, top:top + h, left:left + w]
+
+
+def max_pool_grad(shape: tuple[int, int, int, int] = (8, 112, 112, 64), window: int = 3) -> Measurement:
+    """The max-pool's gradient: select_and_scatter (GE, add) of the pooled shape's source
+    over the operand, 3x3/2 "SAME" (padding (0, 1), overlapping windows) or 2x2/2 "VALID"."""
+    n, h, w, c = shape
+    pad = [(0, 0), (0, 1), (0, 1), (0, 0)] if window == 3 else [(0, 0)] * 4
+    dims, strides = [1, window, window, 1], [1, 2, 2, 1]
+    pooled = (n, (h + sum(pad[1]) - window) // 2 + 1, (w + sum(pad[2]) - window) // 2 + 1, c)
+
+    def build() -> xm.XlaComputation:
+        b, (x, s) = f32_params("max_pool_grad", shape, pooled)
+        return b.build(b.select_and_scatter(x, lambda a, e: a.builder.ge(a, e), dims, strides, pad, s,
+                                            b.constant(np.float32(0)), lambda a, e: a + e))
+
+    def jax_fn(x: Any, s: Any) -> Any:
+        def pool(x: Any) -> Any:
+            return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, dims, strides, pad)
+        return jax.vjp(pool, x)[1](s)[0]  # XLA's select_and_scatter (GE, add)
+
+    return measure(Case(build, lambda: normal(7, shape, pooled),
+                        lambda x, s: numpy_max_pool_grad(x, s, window, 2, pad), jax and jax_fn,
+                        work=4 * (2 * n * h * w * c + int(np.prod(pooled))), unit="GB/s", repeats=9,
+                        check=np.testing.assert_array_equal))
+
+
 def rnn(steps: int = 100, n: int = 256) -> Measurement:
     """h <- tanh(W h + U x_t) for `steps` inputs x_t: a while loop whose state carries the
     weights and inputs (sub-computations are closed), one dynamic_slice per step."""
@@ -250,5 +309,8 @@ def workloads() -> list[Workload]:
         Workload("depthwise conv 3x3 NHWC [8,56,56,128]", depthwise_conv, None),
         Workload("max-pool 2x2/2 f32[8,112,112,64]", max_pool, None),
         Workload("max-pool 3x3/2 SAME f32[8,112,112,64]", lambda: max_pool(window=3), None),
+        Workload("max-pool grad (select_and_scatter) 3x3/2 SAME f32[8,112,112,64]", max_pool_grad, None),
+        Workload("max-pool grad (select_and_scatter) 2x2/2 f32[8,112,112,64]",
+                 lambda: max_pool_grad(window=2), None),
         Workload("RNN tanh(Wh+Ux) 100 steps [256]", rnn, None),
     ]
