@@ -19,6 +19,11 @@ from typing import Any
 
 from mlir import ir
 
+# The op classes of these dialects are looked up (and their modules imported, ~3 ms) the
+# first time a pass reads such an op's opview; loaded here, every compile finds them ready
+# (else the first compile of a process paid for them).
+from mlir.dialects import affine, builtin  # noqa: F401
+
 
 def new_context() -> ir.Context:
     """A fresh MLIR context with every upstream dialect, where xhlo ops parse and build."""
