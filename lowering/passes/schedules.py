@@ -33,7 +33,9 @@ dot_general makes of transposed operands: A stored [K, M], B stored [N, K]):
      then vectorized: the k step is an outer product MR x NR, lowered to MR
      broadcasts and `vector.fma`s (the rows put back into the tile one
      `insert_strided_slice` each: `register_tiles.py`); the accumulator's read/write are hoisted out of
-     the k loop (`hoist_loop_invariant_subsets`), so it stays in registers.
+     the k loop (`hoist_loop_invariant_subsets`), so it stays in registers. When one KC block
+     spans K (and no epilogue is fused), the tiles start from zero in registers and C is not
+     zero-filled first (`zero_accumulators.py`).
   5. scf.forall becomes tasks on the async runtime's thread pool from the "loops" stage on
      (lowering/passes/parallel_tasks.py).
 When N is not a multiple of NR, the columns past the last whole panel are a second
@@ -85,6 +87,8 @@ from ...dialect.errors import ArgumentError
 from .lane_schedules import schedule_lanes
 from .register_tiles import rows_as_slices
 from .split_contractions import collapse_split_contractions
+from .zero_accumulators import MARK as ZERO_MARK
+from .zero_accumulators import start_accumulators_at_zero
 
 TAG = "xlamlir.schedule"  # marks the ops a script handles, by index
 ANY = "!transform.any_op"
@@ -609,6 +613,8 @@ def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: boo
         f"transform.structured.vectorize %f1_{i} : {ANY}",
         f"transform.structured.vectorize %ept2_{i} : {ANY}" if epilogue else "",
         _LOWER_VECTORS.format(h=f"%forall{i}", i=i),
+        # One cache block spans K: each tile's accumulators can start at zero in registers.
+        f'transform.annotate %lf{i}#0 "{ZERO_MARK}" : {ANY}' if kc >= k and not epilogue else "",
     )
 
 
@@ -953,6 +959,7 @@ def _apply(op: Any, found: list[tuple[Any, tuple[int, ...]]], p: Params, parts: 
         _last_script[0] = text
         script = ir.Module.parse(text)
         interpreter.apply_named_sequence(op, script.body.operations[0], script)
+        start_accumulators_at_zero(op)
         rows_as_slices(op)
         _strip_tags(op)
 
