@@ -443,7 +443,7 @@ def test_c_path_results_never_alias_arguments() -> None:
     x = np.arange(42, dtype=np.float32).reshape(6, 7)
     keep = x.copy()
     results = [exe(x, np.int32(3)) for _ in range(4)]
-    for same, shifted, square in results:
+    for same, shifted, _square in results:
         assert not np.shares_memory(same, x) and not np.shares_memory(shifted, same)
         same[...] = -1
         shifted[...] = -1
@@ -541,3 +541,88 @@ def test_c_path_in_a_forked_child() -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert_same_bits(exe(x, 5)[1], x + 5)
+
+
+# ---- softmax as one loop over rows ------------------------------------------------------
+
+def _without_row_softmax() -> xm.Pipeline:
+    from xlamlir.lowering.passes.row_softmax import rows_softmax
+
+    pipeline = xm.Pipeline.default()
+    return pipeline.replace("fused", [p for p in pipeline.passes("fused") if p is not rows_softmax])
+
+
+def _softmax_variant(dims: tuple[int, ...], variant: str,
+                     combiner: object = None) -> xm.XlaComputation:
+    """A last-axis softmax with the variations a structural match may get wrong: the
+    scores a temporary (written over in place), a max init that is not -inf, a sum init
+    that is not 0, a scaled f, the division as a reciprocal multiply or of e * e, and the
+    max, the log-sum-exp, e or x also read by other outputs."""
+    b = xm.XlaBuilder("softmax_variant")
+    x0 = b.parameter(0, shape(np.float32, dims))
+    last = len(dims) - 1
+    keep = list(range(last))
+    x = b.mul(x0, b.constant(np.float32(1.5))) if "temp" in variant else x0
+    m = b.reduce(x, b.constant(np.float32(0.25 if "maxinit" in variant else -np.inf)),
+                 combiner or (lambda a, v: a.builder.max(a, v)), [last])
+    mb = b.broadcast_in_dim(m, dims, keep)
+    scaled = b.mul(x, b.constant(np.float32(0.7))) if "scale" in variant else x
+    e = b.exp(b.sub(scaled, mb))
+    s = b.reduce(e, b.constant(np.float32(1 if "suminit" in variant else 0)), lambda a, v: a + v,
+                 [last])
+    sb = b.broadcast_in_dim(s, dims, keep)
+    if "recip" in variant:
+        p = b.mul(e, b.div(b.constant(np.float32(1)), sb))
+    elif "square" in variant:
+        p = b.div(b.mul(e, e), sb)
+    else:
+        p = b.div(e, sb)
+    outs = [p]
+    outs += [m] if "max" in variant.split() else []
+    outs += [b.add(b.log(s), m)] if "logsumexp" in variant else []
+    outs += [e] if "exp" in variant.split() else []
+    outs += [x, b.add(x, p)] if "x" in variant.split() else []
+    return b.build(outs)
+
+
+@pytest.mark.parametrize(("dims", "variant"), [
+    ((5, 48), "temp maxinit suminit scale"), ((3, 128), "recip max logsumexp"),
+    ((2, 16), "square exp"), ((4, 3, 32), "temp x"), ((300, 128), "temp max logsumexp"),
+    ((2, 70, 256), "scale")])
+def test_row_softmax_same_bits_as_the_generics(dims: tuple[int, ...], variant: str) -> None:
+    """Whatever else reads its parts, the row loop gives the generics' bits (inf, -inf rows,
+    a NaN, a -0.0 row), and numpy's values."""
+    x = (np.random.default_rng(sum(dims)).standard_normal(dims) * 4).astype(np.float32)
+    flat = x.reshape(-1, dims[-1])
+    flat[0, 3], flat[1, :] = np.inf, -np.inf
+    if flat.shape[0] > 3:
+        flat[2, 5], flat[3, :] = np.nan, -0.0
+    comp = _softmax_variant(dims, variant)
+    got = xm.compile(comp)(x)
+    for g, w in zip(got, xm.compile(comp, pipeline=_without_row_softmax())(x)):
+        assert_same_bits(g, w)
+    xs = x.astype(np.float64) * (1.5 if "temp" in variant else 1)
+    m = np.maximum(xs.max(-1, keepdims=True), 0.25 if "maxinit" in variant else -np.inf)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(xs * (0.7 if "scale" in variant else 1) - m)
+        s = e.sum(-1, keepdims=True) + (1 if "suminit" in variant else 0)
+        want = e * e / s if "square" in variant else e / s
+    np.testing.assert_allclose(got[0], want, rtol=2e-5, atol=1e-6)
+
+
+def _nan(bits: int) -> np.float32:
+    return np.array([bits], np.uint32).view(np.float32)[0]
+
+
+def test_row_softmax_nan_payload_follows_the_reduce_order() -> None:
+    """Row 0 holds NaN A at column 16 (chunk 1: max chain 1) then NaN B at column 64 (chunk
+    4: chain 0). The reduce max(acc, x) returns A (the first of the fold order), so every
+    probability of the row is A; the row loop as committed in 298da19 combined its chain 0
+    first and gave B."""
+    x = np.random.default_rng(0).standard_normal((3, 128)).astype(np.float32)
+    x[0, 16], x[0, 64] = _nan(0x7FC0000A), _nan(0x7FC0000B)
+    comp = _softmax_variant((3, 128), "")
+    got = xm.compile(comp)(x)[0]
+    want = xm.compile(comp, pipeline=_without_row_softmax())(x)[0]
+    assert hex(want.view(np.uint32)[0, 0]) == "0x7fc0000a"
+    assert_same_bits(got, want)
