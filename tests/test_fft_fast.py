@@ -114,3 +114,13 @@ def test_fft_same_bits_on_every_target(target: str) -> None:
         got = xm.compile(comp, target_cpu=target)(x)
         np.testing.assert_array_equal(got.view(np.uint32), host.view(np.uint32), err_msg=f"{kind}{dims}")
         check(x, kind, lengths, np.complex64)
+
+
+def test_long_transforms_take_their_root_tables_as_constants() -> None:
+    """Past CONSTANT_MAX the twiddles come from two short f64 root tables: constants
+    (cos and sin from the C library at compile time), not sin/cos loops run at every call."""
+    kind, dims, lengths = "FFT", (1 << 15,), (1 << 15,)
+    linalg = stage_text(build(xm.Shape.array(xm.C64, dims), kind, lengths), "linalg")
+    assert "math.sin" not in linalg and "math.cos" not in linalg
+    assert "tensor<256xf64>" in linalg  # S = 256 >= sqrt(32768): w**lo, lo < S
+    check(operand(kind, dims, lengths, np.complex64, seed=9), kind, lengths, np.complex64)

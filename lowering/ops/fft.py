@@ -26,8 +26,8 @@ values cannot live in vectors). A transform along an axis of length n picks:
   chirp, done with power-of-two FFTs of length M >= 2n - 1.
 
 Twiddles are numpy constants (computed in float64) up to CONSTANT_MAX points;
-longer transforms gather them from two short sin/cos tables computed at run
-time in f64 (w**(hi*S) * w**lo), so no constant is ever large. Successive
+longer transforms gather them from two short f64 sin/cos tables (constants
+too: w**(hi*S) * w**lo, formed at run time), so no constant is ever large. Successive
 Stockham passes write into the buffers the pass before them read, so a
 transform uses two pairs of buffers, not one per pass. IFFT transforms with
 the conjugate twiddles and scales by 1 / prod(n) at the end. An even last length n of RFFT and
@@ -158,22 +158,17 @@ def _extract(x: Planar, at: Sequence[ir.Value]) -> list[ir.Value]:
 # -- twiddles and chirps ---------------------------------------------------------------------------
 
 def _angle_table(count: int, step: int, period: int, sign: float) -> Planar:
-    """cos and sin (f64, [count]) of sign 2 pi ((t * step) mod period) / period."""
+    """cos and sin (f64, [count]) of sign 2 pi ((t * step) mod period) / period, as
+    constants: each angle formed as the f64 operations of a run-time table would form it
+    (an exact integer, times the rounded sign 2 pi / period), its cos and sin from the C
+    library (math.cos, the function the JIT's own calls reach). A run-time table was 2
+    libm calls per entry per call of the program, and its 16-lane loop 32 scalarized
+    calls of machine code per table (most of rfft 1M's code after the passes)."""
+    scale = sign * 2.0 * math.pi / period
+    angles = [float(t * step % period) * scale for t in range(count)]
     f64 = Elem(P.F64)
-    i64 = ir.IntegerType.get_signless(64)
-
-    def body(ix: list[ir.Value]) -> list[ir.Value]:
-        t = arith.index_cast(i64, ix[0])
-        product = arith.muli(t, arith.constant(i64, step))
-        if period & (period - 1) == 0:  # a mask: no integer division (see _div)
-            reduced = arith.andi(product, arith.constant(i64, period - 1))
-        else:
-            reduced = arith.remsi(product, arith.constant(i64, period))
-        angle = arith.mulf(arith.sitofp(f64.type, reduced), f64.const(sign * 2.0 * math.pi / period))
-        return [mmath.cos(angle), mmath.sin(angle)]
-
-    re, im = _gather([count], f64.type, 2, body)
-    return re, im
+    return (_constant(np.array([math.cos(a) for a in angles]), f64),
+            _constant(np.array([math.sin(a) for a in angles]), f64))
 
 
 class _Roots:
