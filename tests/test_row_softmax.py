@@ -35,6 +35,9 @@ def softmax(shape: tuple[int, ...], dtype: str = "f32", scale: float | None = No
     return xm.compile(b.build(), **options)
 
 
+FOUR_CHAINS = "-> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)"
+
+
 def without_pass() -> xm.Pipeline:
     pipeline = xm.Pipeline.default()
     return pipeline.replace("fused", [p for p in pipeline.passes("fused") if p is not rows_softmax])
@@ -76,6 +79,7 @@ def test_one_loop_one_exp_no_temporary() -> None:
     vectorized = exe.stages["vectorized"]
     assert re.findall(r"math\.exp %\S+ : (\S+)", vectorized) == ["vector<16xf32>"]
     assert vectorized.count("arith.divf") == 1 and "vector<16xf32>" in vectorized
+    assert FOUR_CHAINS in fused  # the max in interleaved accumulators
 
 
 def test_attention_softmax_is_one_loop_over_its_scores() -> None:
@@ -125,10 +129,18 @@ def test_parallel_and_sequential_rows(shape: tuple[int, int], taken: bool) -> No
 
 def test_scaled_softmax() -> None:
     # f = exp(x * scale - max): the division's body starts with the same two ops.
+    # The max chains combine their accumulators without scaling them again (a softmax is
+    # shift-invariant: only the bits show a wrong max).
     exe = softmax((16, 256), scale=0.125)
     assert exe.stages["fused"].count("math.exp") == 1
+    assert FOUR_CHAINS in exe.stages["fused"]
     x = edge_rows((16, 256), 3)
-    np.testing.assert_allclose(exe(x), reference(x, 0.125), rtol=2e-6, atol=1e-7, equal_nan=True)
+    got = np.asarray(exe(x))
+    np.testing.assert_allclose(got, reference(x, 0.125), rtol=2e-6, atol=1e-7, equal_nan=True)
+    old = np.asarray(softmax((16, 256), scale=0.125, pipeline=without_pass())(x))
+    nan = np.isnan(old)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got[~nan].view(np.uint32), old[~nan].view(np.uint32))
 
 
 @pytest.mark.parametrize("dtype", ["f64", "f16", "bf16"])

@@ -321,6 +321,41 @@ def _lane_fold(text: _Text, lanes: Any, combine: Any, vec: str) -> str | None:
     return acc
 
 
+def _accumulation(lanes: Any) -> tuple[list[Any], ir.Value] | None:
+    """How to combine two lane accumulators: the body ops to run and the value v the
+    second accumulator takes the place of (the element, or what is computed from it
+    first: attention's scaled score), when that is exact in any order (up to NaN
+    payloads): the accumulator is then always one of the v values (or the initial
+    value), as with a select-based max. So no op on the accumulator's path may round
+    (float arithmetic); compares, selects and bit ops qualify. None otherwise."""
+    args, ops, yielded = _body(lanes)
+    on_path = {args[1]}
+    for op in ops:
+        if any(v in on_path for v in op.operands):
+            if op.name in _ROUNDING or op.name.startswith("math."):
+                return None
+            on_path.add(op.results[0])
+    if yielded not in on_path:
+        return None
+    inside = {args[0]} | {op.results[0] for op in ops}
+    candidates = [args[0]] + [op.results[0] for op in ops if op.results[0] not in on_path]
+    for value in reversed(candidates):
+        if value.type != args[1].type:
+            continue
+        derived, chosen = {value}, []
+        for op in ops:
+            if op.results[0] in on_path or any(v in derived for v in op.operands):
+                if op.results[0] not in on_path:
+                    derived.add(op.results[0])
+                chosen.append(op)
+        # Everything the chosen ops read comes from the path, from v, or from outside
+        # the body (constants).
+        if all(v in on_path or v in derived or v not in inside
+               for op in chosen for v in op.operands):
+            return chosen, value
+    return None
+
+
 def _kernel(s: _Softmax) -> str | None:
     """The function `@rows(%x, %init) -> result` computing the softmax, as text."""
     lead, cols = s.lead, s.cols
@@ -329,11 +364,9 @@ def _kernel(s: _Softmax) -> str | None:
     rows = 1
     for extent in lead:
         rows *= extent
-    # Interleaving changes the order the row is combined in: only for combiners whose
-    # result does not depend on it up to NaN payloads (compares, selects, bit ops; not
-    # float arithmetic, which rounds).
-    exact = not any(o.name in _ROUNDING or o.name.startswith("math.") for o in _body(s.max_lanes)[1])
-    chains = next(c for c in (MAX_CHAINS, 2, 1) if (cols // LANES) % c == 0) if exact else 1
+    accumulation = _accumulation(s.max_lanes)
+    chains = next(c for c in (MAX_CHAINS, 2, 1) if (cols // LANES) % c == 0) \
+        if accumulation is not None else 1
     t = _Text()
     t.add(f"func.func private @rows(%x: {tensor}, %init: {tensor}) -> {tensor} {{")
     t.add("%c0 = arith.constant 0 : index")
@@ -396,9 +429,11 @@ def _kernel(s: _Softmax) -> str | None:
     t.add(f"scf.yield {', '.join(combined)} : {', '.join([vector] * chains)}")
     t.add("}")
     lanes = "%m_all#0"
-    for j in range(1, chains):
-        names = {args[1]: lanes, args[0]: f"%m_all#{j}"}
-        if not t.ops(ops, names, True):
+    for j in range(1, chains):  # the accumulators combined by the combining ops alone
+        assert accumulation is not None
+        combining, value = accumulation
+        names = {args[1]: lanes, value: f"%m_all#{j}"}
+        if not t.ops(combining, names, True):
             return None
         lanes = names[yielded]
     row_max = _lane_fold(t, s.max_lanes, s.max_combine, lanes)
