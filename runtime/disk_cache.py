@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import platform
-import shutil
 import struct
 import sys
 import tempfile
@@ -226,6 +225,7 @@ class Entry:
     notes: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.perf_counter)
     seconds: float = 0.0
+    limit: int = DEFAULT_MAX_MB << 20  # $XLAMLIR_CACHE_MAX_MB when the compile began
 
     @property
     def path(self) -> str:
@@ -289,69 +289,48 @@ class Entry:
         self.seconds = time.perf_counter() - self.started
 
     def store(self, engine: Any, records: list[dict[str, str]], executable: Any) -> None:
-        """Store the entry of a program just compiled (the engine kept its object file):
-        the object file and what the entry says of the program are taken now; the link
-        and the write run in the background (runtime/cache_writer.py). Never raises: a
-        failure is a note in compile_stats."""
+        """Store the entry of a program just compiled (the engine kept its object file).
+        What the entry says of the program is taken now; the object file is dumped,
+        linked and written in the background (runtime/cache_writer.py), the engine kept
+        alive until then. Never raises: a failure is a note in compile_stats."""
         if self.key is None:
             return
         started = time.perf_counter()
-        try:
-            work = tempfile.mkdtemp(prefix="xlamlir-cache-")
-        except OSError as e:
-            self.notes.append(f"not stored: {type(e).__name__}: {e}")
-            self.seconds = time.perf_counter() - started
-            return
-        try:
-            meta, stages = self._snapshot(engine, records, executable, work)
-        except Exception as e:  # noqa: BLE001 - the compile succeeded: never fail it here
-            shutil.rmtree(work, ignore_errors=True)
-            self.notes.append(f"not stored: {type(e).__name__}: {e}")
-            self.seconds = time.perf_counter() - started
-            return
-        report = executable.compile_stats
-        cache_writer.submit(self.key, lambda: self._write(meta, stages, work, report))
-        self.seconds = time.perf_counter() - started
-
-    def _snapshot(self, engine: Any, records: list[dict[str, str]], executable: Any,
-                  work: str) -> tuple[dict[str, Any], dict[str, str]]:
-        """The object file (written into `work`) and the entry's metadata and stages."""
-        assert self.key is not None
-        shapes = [*executable.parameter_shapes, executable.result_shape]
-        if any(Shape.parse(str(s)) != s for s in shapes):
-            raise ValueError("a shape does not survive its text form")
-        obj = os.path.join(work, "jit.o")
-        engine.dump_to_object_file(obj)
-        if not os.path.exists(obj) or os.path.getsize(obj) == 0:
-            raise CompileError("the JIT kept no object file", "disk_cache")
         stats = executable.compile_stats
         meta = {"key": self.key, "name": executable.name,
                 "parameters": [str(s) for s in executable.parameter_shapes],
                 "result": str(executable.result_shape), "records": records,
                 "stats": {k: stats[k] for k in ("parse_verify_s", "jit_s", "total_s") if k in stats}}
-        return meta, dict(executable.stages)
+        shapes = [*executable.parameter_shapes, executable.result_shape]
+        stages, limit = dict(executable.stages), self.limit
+        cache_writer.submit(self.key, lambda: self._write(engine, shapes, meta, stages, limit, stats))
+        self.seconds = time.perf_counter() - started
 
-    def _write(self, meta: dict[str, Any], stages: dict[str, str], work: str,
-               report: dict[str, Any]) -> None:
-        """In the writer thread: link the library, write the entry; the time it took, or
-        why it failed, goes into `report` (the executable's compile_stats)."""
+    def _write(self, engine: Any, shapes: list[Shape], meta: dict[str, Any],
+               stages: dict[str, str], limit: int, report: dict[str, Any]) -> None:
+        """In the writer thread: dump the engine's object file, link the library, write
+        the entry; the time it took, or why it failed, goes into `report` (the
+        executable's compile_stats)."""
         assert self.directory is not None and self.key is not None
         started = time.perf_counter()
         note = None
         try:
-            image = link_library(os.path.join(work, "jit.o"),
-                                 [r["symbol"] for r in meta["records"]], work)
+            if any(Shape.parse(str(s)) != s for s in shapes):
+                raise ValueError("a shape does not survive its text form")
+            with tempfile.TemporaryDirectory(prefix="xlamlir-cache-") as work:
+                obj = os.path.join(work, "jit.o")
+                engine.dump_to_object_file(obj)
+                if not os.path.exists(obj) or os.path.getsize(obj) == 0:
+                    raise CompileError("the JIT kept no object file", "disk_cache")
+                image = link_library(obj, [r["symbol"] for r in meta["records"]], work)
             data = _encode({**meta, "library_size": len(image)}, image,
                            zlib.compress(json.dumps(stages).encode(), 1))
-            limit = max_bytes()
             if len(data) > limit:
                 raise ValueError(f"the entry ({len(data)} bytes) is larger than {ENV_MAX_MB}")
             _write_atomically(self.directory, self.path, data)
             evict(self.directory, limit, keep=self.path)
         except Exception as e:  # noqa: BLE001 - the compile succeeded: a note, never an error
             note = f"not stored: {type(e).__name__}: {e}"
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
         with cache_writer.locked():
             report["disk_cache_write_s"] = time.perf_counter() - started
             if note is not None:
@@ -390,12 +369,12 @@ def plan(text: str, pipeline: Any, cpu: str, **settings: Any) -> Entry:
     pipeline_key, reason = pipeline_text(pipeline)
     if pipeline_key is None:
         return Entry(None, None, reason=reason)
-    max_bytes()  # a bad bound is an error before any work
+    limit = max_bytes()  # a bad bound is an error before any work
     version = getattr(sys.modules.get(_PACKAGE), "__version__", "")
     head = json.dumps([FORMAT, version, _SOURCES, _identity("toolchain"), _identity("host"), cpu,
                        sorted(settings.items()), pipeline_key])
     key = hashlib.sha256(head.encode() + b"\0" + text.encode()).hexdigest()
-    return Entry(directory, key)
+    return Entry(directory, key, limit=limit)
 
 
 def _encode(meta: dict[str, Any], image: bytes, stages: bytes) -> bytes:
