@@ -217,6 +217,25 @@ def test_every_target_cpu(target: str) -> None:
     assert_bits(v, x[want])
 
 
+def test_sequential_pipeline_same_bits() -> None:
+    # The foralls as plain loops on the calling thread (Pipeline.sequential(), what export
+    # uses): the same result.
+    n = SIZES[1]
+    x = special_values(np.float32, n, 13)
+    b = xm.XlaBuilder("t")
+    p = b.parameter(0, shape(np.float32, (n,)))
+    iota = b.iota(xm.Shape.array(xm.S32, (n,)), 0)
+    comp = b.build(b.tuple([b.sort(p, gt_total), b.sort([p, iota], is_stable=True)]))
+    parallel = xm.compile(comp)(x)
+    sequential = xm.compile(comp, pipeline=xm.Pipeline.default().sequential())(x)
+    want = stable_order(order_keys(x, True))
+    assert_bits(sequential[0], x[stable_order(order_keys(x, False), True)])
+    np.testing.assert_array_equal(sequential[1][1], want)
+    for got, ref in ((parallel[0], sequential[0]), (parallel[1][0], sequential[1][0]),
+                     (parallel[1][1], sequential[1][1])):
+        assert_bits(got, ref)
+
+
 def test_parallel_radix_ir() -> None:
     # 2**20 f32: 4 chunks of 2**18. A first forall counts the first digit per chunk (and
     # the NaNs) without writing keys; one forall per digit pass (3 for 11-bit digits)
