@@ -1,6 +1,7 @@
-"""Register tiles of a scheduled product whose K fits one cache block start from zero in
-registers, with no zero fill of C (lowering/passes/zero_accumulators.py). Products
-blocked along K, and those with a fused epilogue, keep the fill and the reads.
+"""Register tiles of a scheduled product whose K fits one cache block, and of a scheduled
+convolution, start from zero in registers, with no zero fill of C
+(lowering/passes/zero_accumulators.py). Products blocked along K, and those with a
+fused epilogue, keep the fill and the reads.
 
 Checked on the tiled IR for both tile shapes (AVX2 6 x 16, AVX-512 8 x 32, one and two
 cores), exactly against numpy on small integers at odd sizes (a peeled row tile, a
@@ -9,8 +10,11 @@ narrower column part), with signed zeros, and bit for bit across target CPUs.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
+from test_conv import reference_conv
 
 import xlamlir as xm
 from xlamlir.lowering.passes import schedules
@@ -20,6 +24,7 @@ TILES = [schedules.Params(threads=2, mr=6, nr=16), schedules.Params(threads=2, m
 _PIPELINES = {id(p): xm.Pipeline.default().replace("tiled", schedules.scheduler(p)) for p in TILES}
 tiles = pytest.mark.parametrize("p", TILES, ids=lambda p: f"{p.mr}x{p.nr}-{p.threads}t")
 ZERO_FILL = "vector.transfer_write %cst"  # the fill loop writes the zero constant
+NHWC = ("NHWC", "HWIO", "NHWC")
 
 
 @pytest.fixture(autouse=True)
@@ -95,3 +100,38 @@ def test_same_bits_on_every_target() -> None:
     for got in results[1:]:
         np.testing.assert_array_equal(got.view(np.uint32), results[0].view(np.uint32))
     np.testing.assert_allclose(results[0], x.astype(np.float64) @ y, rtol=1e-5, atol=1e-4)
+
+
+def _conv(lhs: tuple[int, ...], rhs: tuple[int, ...], stride: int) -> xm.XlaComputation:
+    b = xm.XlaBuilder("conv")
+    x, w = (b.parameter(i, xm.Shape.array(xm.F32, s)) for i, s in enumerate((lhs, rhs)))
+    b.conv_general_dilated(x, w, (stride, stride), [(1, 1), (1, 1)], dimension_numbers=NHWC)
+    return b.build()
+
+
+@tiles
+@pytest.mark.parametrize("lhs, rhs, stride", [((3, 13, 11, 16), (3, 3, 16, 45), 1),
+                                              ((2, 30, 27, 20), (3, 3, 20, 40), 2)], ids=["odd", "strided"])
+def test_convolution_starts_from_zero(p: schedules.Params, lhs, rhs, stride: int) -> None:
+    """A convolution's window and channel loops are one nest per tile: no fill, exact sums
+    with the peeled pixel and channel tiles."""
+    exe = xm.compile(_conv(lhs, rhs, stride), _PIPELINES[id(p)])
+    tiled = exe.stages["tiled"]
+    fr = min(p.nr, rhs[-1])
+    # The output's fill wrote vector<fr> rows; the input's padding keeps its own (4-D) fill.
+    assert not any(ZERO_FILL in line and f": vector<{fr}xf32>," in line for line in tiled.splitlines())
+    assert re.search(rf"scf.for .* = %cst(_\d+)?\) -> \(vector<\d+x{fr}xf32>\)", tiled)
+    x, w = _ints(lhs, 7), _ints(rhs, 8)
+    x[0, 2, :, :] = -0.0
+    expected = reference_conv(x, w, (stride, stride), ((1, 1), (1, 1)), dimension_numbers=NHWC)
+    np.testing.assert_array_equal(exe(x, w), expected)
+
+
+def test_convolution_same_bits_on_every_target() -> None:
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 30, 27, 20), dtype=np.float32)
+    w = rng.standard_normal((3, 3, 20, 40), dtype=np.float32)
+    comp = _conv(x.shape, w.shape, 2)
+    results = [xm.compile(comp, target_cpu=t)(x, w) for t in ("x86-64-v2", "x86-64-v3", "x86-64-v4")]
+    for got in results[1:]:
+        np.testing.assert_array_equal(got.view(np.uint32), results[0].view(np.uint32))

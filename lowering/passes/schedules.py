@@ -759,6 +759,8 @@ def _conv_script(i: int, p: Params, shape: tuple[int, ...]) -> str:
         f'%cfills{i} = transform.structured.match ops{{["linalg.fill"]}} in %forall{i} : ({ANY}) -> {ANY}',
         f"transform.structured.vectorize %cfills{i} : {ANY}",
         _LOWER_VECTORS.format(h=f"%forall{i}", i=i),
+        # The window and channels are one loop nest per tile: accumulators start at zero.
+        f'transform.annotate %cfl{i}#0 "{ZERO_MARK}" : {ANY}',
     )
 
 

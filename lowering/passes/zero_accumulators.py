@@ -1,6 +1,7 @@
 """Register tiles of a product that is not blocked along K start from zero in registers.
 
-The matmul schedule (`schedules.py`) computes each thread's block of C into a zero fill:
+The contraction schedules (`schedules.py`: matmuls, and convolutions, whose window and
+channel loops are never blocked) compute each thread's block of C into a zero fill:
 a vectorized loop writes zeros over the whole block first, then every register tile
 reads its MR x NR accumulator from C, runs the k loop and writes it back. When one
 cache block spans all of K (KC = K), each element of C is read exactly once, by the
@@ -26,20 +27,25 @@ from mlir.dialects import arith
 MARK = "xlamlir.zero_accumulators"
 
 
-def _ops(block: ir.Block) -> list[Any]:
-    return list(block.operations)
-
-
 def _is_accumulator_read(op: Any) -> bool:
-    """A transfer_read whose only use starts the iter_arg of a loop doing the fmas itself
-    (the k loop of a register tile)."""
+    """A transfer_read whose only use starts the iter_arg of a loop nest doing fmas (the
+    reduction loops of a register tile: k, or a convolution's window and channels)."""
     uses = list(op.results[0].uses)
     if len(uses) != 1:
         return False
     loop = uses[0].owner
     if loop.name != "scf.for" or uses[0].operand_number < 3:  # lb, ub, step, then inits
         return False
-    return any(inner.name == "vector.fma" for inner in _ops(loop.regions[0].blocks[0]))
+    found = []
+
+    def visit(inner: Any) -> ir.WalkResult:
+        if inner.name == "vector.fma":
+            found.append(inner)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    loop.walk(visit)
+    return bool(found)
 
 
 # Users that take the finished product (after every tile has written its part).
