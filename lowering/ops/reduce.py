@@ -52,7 +52,7 @@ from ..patterns.computations import apply_computation, current_library
 from ..patterns.framework import OpView, lowers
 from ..scalar.arithmetic import Elem
 from ..scalar.storage import from_storage, to_storage
-from . import window_vectors
+from . import select_scatter_vectors, window_vectors
 from .window_scan import scan, scan_axis
 
 
@@ -466,6 +466,11 @@ def _select_in_windows(v: OpView, init: ir.Value) -> tuple[ir.Value, ir.Value]:
 def lower_select_and_scatter(v: OpView) -> ir.Value:
     source = v.args["source"]
     init = tensor.extract(v.args["init_value"], [])
+    a, t = v.attrs, v.shapes["operand"].element_type
+    vector_form = (t, v.shapes["operand"].dimensions, v.shapes["source"].dimensions,
+                   a["window_dimensions"], a["window_strides"], a["padding"], a["select"], a["scatter"])
+    if select_scatter_vectors.applies(*vector_form):  # channels-last pooling's gradient
+        return select_scatter_vectors.select_and_scatter(v.args["operand"], source, init, *vector_form)
     found, offsets = _select_in_windows(v, init)
     dims = v.shapes["operand"].dimensions
     window, strides, padding = (v.attrs[k] for k in ("window_dimensions", "window_strides", "padding"))
