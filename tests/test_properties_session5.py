@@ -626,3 +626,52 @@ def test_row_softmax_nan_payload_follows_the_reduce_order() -> None:
     want = xm.compile(comp, pipeline=_without_row_softmax())(x)[0]
     assert hex(want.view(np.uint32)[0, 0]) == "0x7fc0000a"
     assert_same_bits(got, want)
+
+
+def test_long_row_of_a_higher_rank_array() -> None:
+    """[1, n, 1] sorted along its middle dimension with a second operand, and [n, 1] along
+    dimension 0: the row viewed as 1-D, the results viewed back."""
+    n = LONG_ROW + 2
+    rng = np.random.default_rng(6)
+    keys = rng.integers(-1000, 1000, n).astype(np.int32)
+    values = rng.standard_normal(n).astype(np.float32)
+    b = xm.XlaBuilder("sort_rank3")
+    k = b.parameter(0, shape(np.int32, (1, n, 1)))
+    v = b.parameter(1, shape(np.float32, (1, n, 1)))
+    c = b.parameter(2, shape(np.float32, (n, 1)))
+    both = b.sort([k, v], None, 1, True)
+    comp = b.build(b.tuple([b.get_tuple_element(both, 0), b.get_tuple_element(both, 1),
+                            b.sort(c, None, 0)]))
+    got_k, got_v, got_c = xm.compile(comp)(keys.reshape(1, n, 1), values.reshape(1, n, 1),
+                                           values.reshape(n, 1))
+    order = np.argsort(keys, kind="stable")
+    assert_same_bits(got_k, keys[order].reshape(1, n, 1))
+    assert_same_bits(got_v, values[order].reshape(1, n, 1))
+    assert_same_bits(got_c, np.sort(values).reshape(n, 1))
+
+
+# ---- matmul tiles starting from zero in registers ------------------------------------------
+
+@pytest.mark.parametrize(("m", "k", "n", "batch"), [
+    (64, 0, 64, None), (128, 1, 96, None), (97, 255, 131, None), (33, 512, 17, None),
+    (300, 64, 300, None), (1, 1024, 1024, None), (65, 130, 67, 3), (128, 0, 64, 2)])
+def test_scheduled_matmul_exact(m: int, k: int, n: int, batch: int | None) -> None:
+    """Exact integer products at odd and empty depths, a -0.0 row (sums of -0 and +0
+    products are +0), with and without a bias epilogue, batched or not."""
+    lead = (batch,) if batch else ()
+    rng = np.random.default_rng(m + k + n)
+    a = rng.integers(-3, 4, (*lead, m, k)).astype(np.float32)
+    w = rng.integers(-3, 4, (*lead, k, n)).astype(np.float32)
+    if k and m > 1:
+        a[..., 1, :] = -0.0
+    b = xm.XlaBuilder("matmul")
+    x = b.parameter(0, shape(np.float32, a.shape))
+    y = b.parameter(1, shape(np.float32, w.shape))
+    dims = xm.DotDimensionNumbers((len(lead) + 1,), (len(lead),), tuple(range(len(lead))),
+                                  tuple(range(len(lead))))
+    product = b.dot_general(x, y, dims)
+    comp = b.build(b.tuple([product, b.add(product, b.constant(np.float32(0.5)))]))
+    plain, biased = xm.compile(comp)(a, w)
+    want = (a.astype(np.float64) @ w.astype(np.float64)).astype(np.float32)
+    assert_same_bits(plain, want)
+    assert_same_bits(biased, want + np.float32(0.5))
