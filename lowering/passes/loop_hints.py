@@ -26,9 +26,11 @@ from mlir import ir
 
 _LOOPS = ("scf.for", "scf.while", "scf.parallel", "affine.for")
 _NO_UNROLL = "#llvm.loop_annotation<unroll = #llvm.loop_unroll<disable = true>>"
-# Innermost vector loops of at least LONG_TRIPS iterations are unrolled PARTIAL_UNROLL
-# times, never fully (see no_outer_unrolling).
+# Innermost vector loops of LONG_TRIPS to MAX_TRIPS iterations are unrolled PARTIAL_UNROLL
+# times, never fully (see no_outer_unrolling). Longer loops are never unrolled whole by
+# -O3 (its threshold is 300 instructions): they stay LLVM's (axpy's is not unrolled).
 LONG_TRIPS = 32
+MAX_TRIPS = 512
 SMALL_BODY = 16
 PARTIAL_UNROLL = 4
 
@@ -84,7 +86,8 @@ def no_outer_unrolling(module_op: Any, pass_: Any) -> None:
             kind = _vector_loop_kind(op)
             if kind == "outer":
                 marks.append((op, hint))
-            elif (kind == "inner" and PARTIAL_UNROLL and (_trip_count(op) or 0) >= LONG_TRIPS
+            elif (kind == "inner" and PARTIAL_UNROLL
+                  and LONG_TRIPS <= (_trip_count(op) or 0) <= MAX_TRIPS
                   and _body_ops(op) <= SMALL_BODY):
                 marks.append((op, partial))
         return ir.WalkResult.ADVANCE
