@@ -707,3 +707,30 @@ def test_looped_fft_passes(dims: tuple[int, ...], kind: str, lengths: tuple[int,
     np.testing.assert_allclose(f_t, fn(xs + 1, axes=axes), atol=tolerance)
     np.testing.assert_allclose(f_p, fn(xs, axes=axes), atol=tolerance)
     assert_same_bits(t_got, x + x.dtype.type(1))
+
+
+# ---- unrolled row loops -------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_sums_around_the_unroll_threshold(dtype: object) -> None:
+    """Row sums and layer-norm-like statistics of rows whose vector loop has 31, 32, 33 and
+    65 trips (and a tail): rounding sums of normal values must have the same bits on every
+    target (the order is the library's, not the vector width's), exact sums numpy's."""
+    comps, inputs = [], []
+    for cols in (16 * 31, 16 * 32, 16 * 33 + 5, 16 * 65):
+        b = xm.XlaBuilder("rows")
+        x = b.parameter(0, shape(dtype, (3, cols)))
+        total = b.reduce(x, b.constant(np.dtype(dtype).type(0)), lambda a, v: a + v, [1])
+        mean = b.div(total, b.constant(np.dtype(dtype).type(cols)))
+        centered = b.sub(x, b.broadcast_in_dim(mean, (3, cols), [0]))
+        var = b.reduce(b.mul(centered, centered), b.constant(np.dtype(dtype).type(0)),
+                       lambda a, v: a + v, [1])
+        comps.append(b.build(b.tuple([total, var])))
+        inputs.append(np.random.default_rng(cols).standard_normal((3, cols)).astype(dtype))
+    for comp, x in zip(comps, inputs):
+        total, var = on_every_target(comp, x)
+        np.testing.assert_allclose(total, x.astype(np.float64).sum(1), rtol=1e-4, atol=1e-3)
+        exact = np.round(x * 4)
+        exact[1, 7] = -0.0
+        total, _ = xm.compile(comp)(exact)
+        assert_same_bits(total, exact.astype(np.float64).sum(1).astype(dtype))
