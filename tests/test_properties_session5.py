@@ -734,3 +734,63 @@ def test_row_sums_around_the_unroll_threshold(dtype: object) -> None:
         exact[1, 7] = -0.0
         total, _ = xm.compile(comp)(exact)
         assert_same_bits(total, exact.astype(np.float64).sum(1).astype(dtype))
+
+
+# ---- background cache writes --------------------------------------------------------------
+
+def test_concurrent_compiles_through_the_disk_cache(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four threads compile the same three programs at once with the cache on (the writes
+    queued behind each other, some keys written twice); then the in-memory cache is
+    dropped and every program is a hit with the same bits, also on the C path."""
+    from xlamlir.runtime import disk_cache
+    from xlamlir.runtime.cached_library import linker
+    from xlamlir.runtime.compiler import clear_cache
+
+    if linker() is None:
+        pytest.skip("no linker on PATH")
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("XLAMLIR_CACHE_MAX_MB", "XLAMLIR_DUMP_PASSES", "XLAMLIR_PASS_TIMING",
+                 "XLAMLIR_STAGE_LOCATIONS", "XLAMLIR_KEEP_OBJECT", "XLAMLIR_TARGET_CPU"):
+        monkeypatch.delenv(name, raising=False)
+    clear_cache()
+    programs = []
+    for k in range(3):
+        b = xm.XlaBuilder(f"cached{k}")
+        x = b.parameter(0, shape(np.float32, (40 + k,)))
+        b.tuple([b.exp(x) * np.float32(k + 1), b.reduce(x, b.constant(np.float32(0)),
+                                                         lambda a, v: a + v, [0])])
+        programs.append(b.build())
+    args = [np.linspace(-2, 2, 40 + k, dtype=np.float32) for k in range(3)]
+    results: dict[tuple[int, int], object] = {}
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for k in range(3):
+                results[t, k] = xm.compile(programs[(k + t) % 3])(args[(k + t) % 3])
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    try:
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        disk_cache.flush()
+        clear_cache()
+        for k, (comp, arg) in enumerate(zip(programs, args)):
+            exe = xm.compile(comp)
+            assert exe.compile_stats["disk_cache"] == "hit"
+            for _ in range(3):
+                got = exe(arg)
+                for (t, j), want in results.items():
+                    if (j + t) % 3 == k:
+                        for g, w in zip(got, want):
+                            assert_same_bits(g, w)
+            np.testing.assert_allclose(got[0], np.exp(arg) * (k + 1), rtol=1e-6)
+    finally:
+        disk_cache.flush()
+        clear_cache()
