@@ -26,27 +26,60 @@ def _matvec(lhs_dims: tuple[int, ...], k: int, dtype: np.dtype) -> xm.XlaComputa
     return b.build()
 
 
-def test_matvec_sums_in_lanes_on_register_tiles() -> None:
-    exe = xm.compile(_matvec((40,), 256, np.float32))
+def _batched_matvec(batch: int, rows: int, k: int, dtype: np.dtype) -> xm.XlaComputation:
+    b = xm.XlaBuilder("bmv")
+    a = b.parameter(0, xm.Shape.array(dtype, (batch, rows, k)))
+    x = b.parameter(1, xm.Shape.array(dtype, (batch, k)))
+    b.dot_general(a, x, xm.DotDimensionNumbers((2,), (1,), (0,), (0,)))
+    return b.build()
+
+
+def test_batched_matvec_sums_in_lanes_on_register_tiles() -> None:
+    exe = xm.compile(_batched_matvec(2, 40, 256, np.float32))
     linalg = exe.stages["linalg"]
-    assert "tensor<40x16x16xf32>" in linalg and "tensor<16x16xf32>" in linalg
-    assert '["parallel", "reduction", "parallel"]' in linalg
-    assert "linalg.matvec" not in linalg
+    assert "tensor<2x40x16x16xf32>" in linalg and "tensor<2x16x16xf32>" in linalg
+    assert '["parallel", "parallel", "reduction", "parallel"]' in linalg
     # The "tiled" stage (lowering/passes/lane_schedules.py): 8 rows of partials per step,
     # 8 accumulators of 16 lanes carried in registers across the chunk loop, one mulf and
     # one addf per row (no fma); the fold of the lanes (one generic) is left as it is.
     check_ir(exe.stages["tiled"], """
         CHECK: scf.for {{.*}} step %c8
-        CHECK-COUNT-8: vector.transfer_read {{.*}} : tensor<8x16xf32>, vector<1x16xf32>
-        CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<1x16xf32>, vector<1x16xf32>, {{.*}}) {
-        CHECK-COUNT-8: arith.mulf {{.*}} : vector<1x1x16xf32>
+        CHECK-COUNT-8: vector.transfer_read {{.*}} : tensor<1x8x16xf32>, vector<1x1x16xf32>
+        CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<1x1x16xf32>, vector<1x1x16xf32>, {{.*}}) {
+        CHECK-COUNT-8: arith.mulf {{.*}} : vector<1x1x1x16xf32>
         CHECK: scf.yield
-        CHECK-COUNT-8: vector.transfer_write {{.*}} : vector<1x16xf32>, tensor<8x16xf32>
-        CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+        CHECK-COUNT-8: vector.transfer_write {{.*}} : vector<1x1x16xf32>, tensor<1x8x16xf32>
+        CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
     """)
     assert exe.stages["tiled"].count("linalg.generic") == 1
-    assert ") -> (" + ", ".join(["vector<1x16xf32>"] * 8) + ")" in exe.stages["tiled"]
     assert "vector.fma" not in exe.stages["tiled"]
+
+
+def test_matvec_rows_are_vector_code() -> None:
+    """A plain [M, K] f32 matrix times a vector (lowering/ops/lane_rows.py): one 16-lane
+    accumulator per row through its own chunk loop, 16 rows folded by 64 shuffles into
+    one vector write; no partials buffer, no fill, no generic."""
+    exe = xm.compile(_matvec((40,), 256, np.float32))
+    linalg = exe.stages["linalg"]
+    assert "linalg.generic" not in linalg and "linalg.fill" not in linalg
+    assert linalg.count("vector.shuffle") == 2 * 64  # the whole block of 16 and the last 8 rows
+    check_ir(linalg, """
+        CHECK: scf.for {{.*}} = %c0 to %c32 step %c16 iter_args({{.*}}) -> (tensor<40xf32>)
+        CHECK-COUNT-16: scf.for {{.*}} = %c0 to %c256 step %c16 iter_args({{.*}}) -> (vector<16xf32>)
+        CHECK: vector.transfer_write {{.*}} {in_bounds = [true]} : vector<16xf32>, tensor<40xf32>
+        CHECK-COUNT-8: scf.for {{.*}} = %c0 to %c256 step %c16 iter_args({{.*}}) -> (vector<16xf32>)
+        CHECK: vector.transfer_write {{.*}}[%c32] : vector<16xf32>, tensor<40xf32>
+    """)
+    bufferized = exe.stages["bufferized"]
+    assert "memref<40x16xf32>" not in bufferized and "linalg.fill" not in bufferized
+    assert "vector.fma" not in exe.stages["loops"]
+
+
+def test_converted_operands_keep_the_generics() -> None:
+    """bf16 operands widened to f32: the widening stays fused into the generics' loads
+    instead of a converted copy of the matrix."""
+    linalg = xm.compile(_matvec((40,), 256, np.dtype(ml_dtypes.bfloat16))).stages["linalg"]
+    assert "tensor<40x16x16xf32>" in linalg and "vector.shuffle" not in linalg
 
 
 @pytest.mark.parametrize("k", [64, 70, 48])

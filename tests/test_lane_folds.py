@@ -67,7 +67,9 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 
 def test_matvec_fold_is_shuffles_not_gathers() -> None:
-    exe = xm.compile(_matvec((256,), 256, np.float32))
+    # [2, 128, K]: the generics' path (a plain [M, K] matrix is lowering/ops/lane_rows.py's).
+    exe = xm.compile(_matvec((2, 128), 256, np.float32))
+    assert "vector.shuffle" not in exe.stages["bufferized"]
     vectorized = exe.stages["vectorized"]
     # One block of 16 rows: 16 row loads, 4 rounds of 16 shuffles, y's vector and 16 adds.
     assert vectorized.count("vector.shuffle") == 64

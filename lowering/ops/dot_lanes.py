@@ -25,6 +25,7 @@ from mlir.dialects import linalg, tensor
 from ...dialect.element_types import PrimitiveType
 from ...dialect.ops_dot import DotDimensionNumbers
 from ...dialect.shape import Shape
+from . import lane_rows
 
 LANES = 16  # partial sums per output element: one f32 vector of the vectorize schedule
 MIN_DEPTH = 4 * LANES  # shorter contractions: the fold of the lanes would cost as much
@@ -79,7 +80,10 @@ def lane_dot(matrix: ir.Value, vector: ir.Value, batch: int, zero: ir.Value,
              add: Callable[[ir.Value, ir.Value], ir.Value], vector_first: bool = False) -> ir.Value:
     """sum_k matrix[b.., f.., k] * vector[b.., k] (`vector_operand` holds; `batch` leading
     dimensions), every sum starting at `zero`; the products are vector * matrix element
-    when `vector_first` (the operands' order in the dot)."""
+    when `vector_first` (the operands' order in the dot). A plain [M, K] f32/f64 matrix
+    times a vector is lowering/ops/lane_rows.py's vector code (the same sums)."""
+    if lane_rows.applies(matrix, vector, batch):
+        return lane_rows.lane_rows(matrix, vector, zero, multiply_add, add, vector_first)
     free = list(ir.RankedTensorType(matrix.type).shape)[:-1]
     rank = len(free)  # batch and free dimensions: the output's
     n = rank + 2  # loops: output dims, chunk, lane

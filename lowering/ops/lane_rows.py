@@ -1,0 +1,110 @@
+"""A matrix-vector product y = A x (A of [M, K], f32/f64) as vector code, row by row.
+
+The same sums as lowering/ops/dot_lanes.py's generics: row r's lane l adds
+A[r, c * 16 + l] * x[c * 16 + l] for c = 0, 1, ... into a zero, then y[r] is zero plus
+lanes 0..15 in order. Those generics, tiled by lowering/passes/lane_schedules.py, run
+8 rows side by side (the chunk loop outside the rows: 8 streams through A, 1 KB apart
+for K = 256), keep the partial sums in a zero-filled [M, 16] buffer and fold it in a
+second loop. Here each row is one accumulator carried through its own chunk loop,
+which reads the row as one contiguous stream (the rows' dependent add chains overlap
+in the out-of-order core: a tanh RNN step's two 256 x 256 products ran 1.2x faster
+with 64-byte aligned rows), and every 16 rows' accumulators are folded at once by a
+16 x 16 transpose in registers (4 rounds of shuffles) into one vector of y: no
+partials buffer, no fill, no second pass. Rows past the last whole block of 16 are
+zero vectors and not written. Only element moves and the generics' own multiply-add
+and add: the same bits on every target. Imports the lowering modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mlir import ir
+from mlir.dialects import arith, scf, tensor, vector
+
+LANES = 16
+MIN_ROWS = LANES  # fewer rows: the generics (one partial fold per row costs as much)
+
+
+def _converted(value: ir.Value) -> bool:
+    """Whether `value` is a generic's conversion (f16/bf16 operands widened to f32): fused
+    into the generics' loads, it would be a whole converted copy here."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != "linalg.generic":
+        return False
+    element = ir.RankedTensorType(value.type).element_type
+    return any(isinstance(v.type, ir.ShapedType) and ir.ShapedType(v.type).element_type != element
+               for v in owner.operands)
+
+
+def applies(matrix: ir.Value, vector_value: ir.Value, batch: int) -> bool:
+    """A [M, K] f32/f64 matrix times a [K] vector of its type, M >= 16, no batch, neither
+    converted from another type."""
+    m, v = ir.RankedTensorType(matrix.type), ir.RankedTensorType(vector_value.type)
+    return (batch == 0 and m.rank == 2 and v.rank == 1 and m.has_static_shape and v.has_static_shape
+            and isinstance(m.element_type, (ir.F32Type, ir.F64Type)) and m.element_type == v.element_type
+            and m.shape[0] >= MIN_ROWS and m.shape[1] % LANES == 0
+            and not _converted(matrix) and not _converted(vector_value))
+
+
+def _index(value: int) -> ir.Value:
+    return arith.constant(ir.IndexType.get(), value)
+
+
+def _transposed(rows: list[ir.Value]) -> list[ir.Value]:
+    """The 16 x 16 transpose of `rows` by 4 rounds of two-vector shuffles: round b swaps,
+    in every pair of rows (i, i + b), the off-diagonal b x b blocks."""
+    t = len(rows)
+    b = t // 2
+    while b >= 1:
+        low = [g * 2 * b + k + half for g in range(t // (2 * b)) for half in (0, t) for k in range(b)]
+        high = [m + b for m in low]
+        new = list(rows)
+        for i in range(t):
+            if (i // b) % 2 == 0:
+                new[i] = vector.shuffle(rows[i], rows[i + b], low)
+                new[i + b] = vector.shuffle(rows[i], rows[i + b], high)
+        rows, b = new, b // 2
+    return rows
+
+
+def lane_rows(matrix: ir.Value, vector_value: ir.Value, zero: ir.Value,
+              multiply_add: Callable[[ir.Value, ir.Value, ir.Value], ir.Value],
+              add: Callable[[ir.Value, ir.Value], ir.Value], vector_first: bool) -> ir.Value:
+    """y[r] = sum_k matrix[r, k] * vector[k] (call where `applies`); the products are
+    vector * matrix element when `vector_first`."""
+    rows, depth = ir.RankedTensorType(matrix.type).shape
+    element = ir.RankedTensorType(matrix.type).element_type
+    lane_type = ir.VectorType.get([LANES], element)
+    row_map = ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)])
+    flat_map = ir.AffineMap.get_identity(1)
+    zeros = vector.broadcast(lane_type, zero)
+
+    def row_sum(row: ir.Value) -> ir.Value:
+        """Lane partial sums of one row: its chunks in order, into zeros."""
+        loop = scf.ForOp(_index(0), _index(depth), _index(LANES), [zeros])
+        with ir.InsertionPoint(loop.body):
+            c = loop.induction_variable
+            a = vector.transfer_read(lane_type, matrix, [row, c], row_map, zero, [True])
+            x = vector.transfer_read(lane_type, vector_value, [c], flat_map, zero, [True])
+            acc = loop.inner_iter_args[0]
+            scf.YieldOp([multiply_add(x, a, acc) if vector_first else multiply_add(a, x, acc)])
+        return loop.results[0]
+
+    def block(first: ir.Value, count: int, out: ir.Value) -> ir.Value:
+        """y[first:first + count] (count <= 16) written into `out`."""
+        lanes = [row_sum(arith.addi(first, _index(i))) if i < count else zeros for i in range(LANES)]
+        y = zeros
+        for lane in _transposed(lanes):
+            y = add(y, lane)
+        return vector.transfer_write(out.type, y, out, [first], flat_map, [count == LANES])
+
+    out = tensor.EmptyOp([rows], element).result
+    whole = rows // LANES * LANES
+    loop = scf.ForOp(_index(0), _index(whole), _index(LANES), [out])
+    with ir.InsertionPoint(loop.body):
+        scf.YieldOp([block(loop.induction_variable, LANES, loop.inner_iter_args[0])])
+    out = loop.results[0]
+    if rows > whole:
+        out = block(_index(whole), rows - whole, out)
+    return out
