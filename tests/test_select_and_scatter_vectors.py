@@ -23,7 +23,7 @@ import pytest
 import xlamlir as xm
 from xlamlir.lowering.ops import select_scatter_vectors
 
-FLOATS = [np.float32, np.float64]
+FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
 INTS = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
 SELECTS = {
     "ge": lambda a, e: a.builder.ge(a, e),
@@ -90,6 +90,8 @@ def _values(shape: tuple[int, ...], dtype, seed: int, ties: bool) -> np.ndarray:
         x = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
         x.reshape(-1)[:4] = [info.min, info.max, 0, 1]  # sums wrap
         return x
+    if np.dtype(dtype).itemsize == 2:  # the f32 specials rounded: signs, infinities, NaN payloads
+        return _values(shape, np.float32, seed, ties).astype(dtype)
     x = (rng.integers(-1, 2, shape) if ties else rng.standard_normal(shape)).astype(dtype)
     bits = x.view(f"u{x.itemsize}").reshape(-1)
     sign = 1 << (8 * x.itemsize - 1)
@@ -148,6 +150,18 @@ def test_windows_f32(case: int, ties: bool, monkeypatch: pytest.MonkeyPatch) -> 
     _check(x, source, 0.0, "ge", window, strides, padding, monkeypatch, f"case {case}")
 
 
+@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_windows_16_bit_floats(case: int, dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compared and added as the type (f32 arithmetic rounded once, soft_float's
+    integer conversions), selected and stored as bits."""
+    shape, window, strides, padding = CASES[case]
+    shape = shape[:-1] + (max(shape[-1], 33),)  # 32 lanes: at least half a vector, a masked one
+    x = _values(shape, dtype, case, True)
+    source = _values(_source_shape(shape, window, strides, padding), dtype, 200 + case, False)
+    _check(x, source, 0.0, "ge", window, strides, padding, monkeypatch, f"case {case}")
+
+
 @pytest.mark.parametrize("select_name", list(SELECTS))
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_comparators_floats(select_name: str, dtype, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -196,13 +210,15 @@ def test_scatter_with_source_first(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("target", ["x86-64-v2", "x86-64-v3", "x86-64-v4"])
-def test_every_target_same_bits(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_every_target_same_bits(target: str, dtype, monkeypatch: pytest.MonkeyPatch) -> None:
     shape, window, strides, padding = CASES[0]
-    x = _values(shape, np.float32, 7, True)
-    source = _values(_source_shape(shape, window, strides, padding), np.float32, 8, False)
+    shape = shape[:-1] + (33,)
+    x = _values(shape, dtype, 7, True)
+    source = _values(_source_shape(shape, window, strides, padding), dtype, 8, False)
     comp = _computation(x, source, 0.0, SELECTS["ge"], window, strides, padding)
     got = _compile(comp, True, monkeypatch, target_cpu=target)(x, source)
-    _assert_same(got, reference(x, source, np.float32(0), np.greater_equal, window, strides, padding),
+    _assert_same(got, reference(x, source, x.dtype.type(0), np.greater_equal, window, strides, padding),
                  target)
 
 
@@ -217,10 +233,10 @@ def test_ir_vector_loops_in_parallel_no_temporaries() -> None:
     assert "memref.copy" not in bufferized
 
 
-@pytest.mark.parametrize("what", ["f16", "bf16", "nchw", "gt totalorder", "mul scatter", "narrow minor"])
+@pytest.mark.parametrize("what", ["f8e4m3fn", "nchw", "gt totalorder", "mul scatter", "narrow minor"])
 def test_others_stay_on_the_general_lowering(what: str, monkeypatch: pytest.MonkeyPatch) -> None:
     shape, window, strides, padding = CASES[0]
-    dtype = {"f16": np.float16, "bf16": ml_dtypes.bfloat16}.get(what, np.float32)
+    dtype = ml_dtypes.float8_e4m3fn if what == "f8e4m3fn" else np.float32
     select, scatter, predicate = SELECTS["ge"], (lambda a, e: a + e), np.greater_equal
     if what == "nchw":  # the window over the minor dimension
         shape, window, strides, padding = (2, 16, 9, 11), (1, 1, 3, 3), (1, 1, 2, 2), CASES[0][3][::2] * 2

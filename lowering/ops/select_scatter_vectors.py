@@ -23,9 +23,11 @@ channels), `select` is one compare (GE, GT, LE or LT) of its two arguments and
 Each output element thus receives its source values in the source's row-major
 order, as in the general lowering: the lanes are independent elements, nothing is
 reassociated, and lanes that did not pick a cell keep their bits (a select, not an
-add of zero). Element types: f32, f64 and the 8..64-bit integers (16-bit floats go
-through soft_float's scalar expansion, see window_vectors.py). Imports `dialect`
-and the lowering modules.
+add of zero). Element types: f16, bf16, f32, f64 and the 8..64-bit integers; the
+16-bit floats (stored as i16) are compared and added as their float type, which
+soft_float expands (f32 arithmetic, integer roundings) as it does the general
+lowering's scalars, so the bits agree on every CPU. Imports `dialect` and the
+lowering modules.
 """
 
 from __future__ import annotations
@@ -39,13 +41,14 @@ from mlir.dialects import arith, scf, tensor, vector
 
 from ...dialect.element_types import PrimitiveType
 from ..patterns.computations import current_library
+from ..scalar.arithmetic import scalar_type
 
 P = PrimitiveType
 F = arith.CmpFPredicate
 I = arith.CmpIPredicate  # noqa: E741 - the arith dialect's own short name
 LANES_BYTES = 64  # one AVX-512 register, two AVX2 ones
 MAX_UNROLLED_CELLS = 64  # windows up to this many cells are unrolled (pooling: 4 or 9)
-_FLOATS = frozenset({P.F32, P.F64})
+_FLOATS = frozenset({P.F16, P.BF16, P.F32, P.F64})
 _INTS = frozenset({P.S8, P.S16, P.S32, P.S64, P.U8, P.U16, P.U32, P.U64})
 _FLOAT_PREDICATES = {"GE": F.OGE, "GT": F.OGT, "LE": F.OLE, "LT": F.OLT}
 _SIGNED_PREDICATES = {"GE": I.sge, "GT": I.sgt, "LE": I.sle, "LT": I.slt}
@@ -160,6 +163,12 @@ def select_and_scatter(x: ir.Value, source: ir.Value, init: ir.Value, t: Primiti
     windowed = [i for i in range(rank - 1) if window[i] > 1]
     cells = list(itertools.product(*(range(window[i]) for i in windowed)))
     floating = t in _FLOATS
+    # 16-bit floats are stored as i16: compared and added as their float type (which
+    # soft_float expands as it does the general lowering's scalars), selected as bits.
+    arith_type = ir.VectorType.get([lanes], scalar_type(t))
+
+    def arithmetic(v: ir.Value) -> ir.Value:
+        return v if arith_type == vtype else arith.bitcast(arith_type, v)
 
     def cell_index(position: list[ir.Value], cell: tuple[int, ...]) -> tuple[list[ir.Value], ir.Value | None]:
         """The operand index of `cell` of the window at source `position` (clamped into the
@@ -195,7 +204,7 @@ def select_and_scatter(x: ir.Value, source: ir.Value, init: ir.Value, t: Primiti
             indices, valid = cell_index(position, cell)
             targets.append(indices)
             value = vector.transfer_read(vtype, x, indices + [j], minor_map, init, in_bounds)
-            lhs, rhs = (best, value) if earlier_first else (value, best)
+            lhs, rhs = (arithmetic(best), arithmetic(value))[::1 if earlier_first else -1]
             keep = arith.cmpf(predicate, lhs, rhs) if floating else arith.cmpi(predicate, lhs, rhs)
             take = arith.ori(arith.xori(found, true), arith.xori(keep, true))
             if valid is not None:  # padding is never taken
@@ -212,8 +221,10 @@ def select_and_scatter(x: ir.Value, source: ir.Value, init: ir.Value, t: Primiti
             # an element unchanged.
             here = [local_index(d, q) for d, q in enumerate(indices)] + [j]
             current = vector.transfer_read(vtype, out, here, minor_map, init, in_bounds)
-            total = (arith.addf if floating else arith.addi)(*((current, update) if current_first
-                                                              else (update, current)))
+            total = (arith.addf if floating else arith.addi)(
+                *(arithmetic(current), arithmetic(update))[::1 if current_first else -1])
+            if total.type != vtype:
+                total = arith.bitcast(vtype, total)
             chosen = arith.cmpi(I.eq, pick, lanes_of(arith.constant(i32, k), pick_type))
             out = vector.transfer_write(out.type, arith.select(chosen, total, current), out, here,
                                         minor_map, in_bounds)
