@@ -794,3 +794,57 @@ def test_concurrent_compiles_through_the_disk_cache(tmp_path: Path,
     finally:
         disk_cache.flush()
         clear_cache()
+
+
+# ---- while loops: hoisted temporaries, state updated in place ------------------------------
+
+def _loop(name: str, step: object, state: list[np.ndarray], trips: int) -> xm.XlaComputation:
+    """A while loop running `step` (new state from the old one) `trips` times."""
+    b = xm.XlaBuilder(name)
+    params = [b.parameter(i, shape(a.dtype, a.shape)) for i, a in enumerate(state)]
+
+    def cond(st: xm.XlaOp) -> xm.XlaOp:
+        bb = st.builder
+        return bb.lt(bb.get_tuple_element(st, 0), bb.constant(np.int32(trips)))
+
+    def body(st: xm.XlaOp) -> xm.XlaOp:
+        bb = st.builder
+        values = [bb.get_tuple_element(st, i) for i in range(len(state) + 1)]
+        return bb.tuple([values[0] + np.int32(1), *step(bb, values[1:])])
+
+    out = b.while_(cond, body, b.tuple([b.constant(np.int32(0)), *params]))
+    return b.build(b.tuple([b.get_tuple_element(out, i + 1) for i in range(len(state))]))
+
+
+def _rnn_step(w: np.ndarray) -> object:
+    def step(bb: xm.XlaBuilder, s: list[xm.XlaOp]) -> list[xm.XlaOp]:
+        h = bb.tanh(bb.add(bb.dot(bb.constant(w), s[0]), s[1]))
+        return [s[1], h]  # the new state swapped with the old: no buffer may be shared
+    return step
+
+
+def _softmax_step(bb: xm.XlaBuilder, s: list[xm.XlaOp]) -> list[xm.XlaOp]:
+    return [bb.add(_softmax(bb, s[0], np.float32), s[1]), s[0]]
+
+
+@pytest.mark.parametrize("case", ["swap_add", "rotate3", "rnn_swap", "softmax_swap"])
+def test_loop_states_that_trade_places(case: str) -> None:
+    """Each step's new values take the places of older ones (a <- b, b <- f(a, b)): a
+    temporary allocated once before the loop or an update written in the state's buffer
+    must never overwrite a value a later step still reads. Against the reference."""
+    a = np.linspace(0, 1, 1000, dtype=np.float32)
+    c = np.linspace(1, 2, 1000, dtype=np.float32)
+    w = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32) * 0.1
+    h = np.random.default_rng(1).standard_normal(64).astype(np.float32)
+    big = np.linspace(-1, 1, 300 * 256, dtype=np.float32).reshape(300, 256)
+    comp, state = {
+        "swap_add": lambda: (_loop(case, lambda bb, s: [s[1], bb.add(s[0], s[1])], [a, c], 6),
+                             [a, c]),
+        "rotate3": lambda: (_loop(case, lambda bb, s: [s[1], s[2], bb.add(
+            bb.exp(s[0]) * np.float32(0.1), s[2])], [a, c, a * 2], 5), [a, c, a * 2]),
+        "rnn_swap": lambda: (_loop(case, _rnn_step(w), [h, h * 2], 7), [h, h * 2]),
+        "softmax_swap": lambda: (_loop(case, _softmax_step, [big, big * 0.5], 4), [big, big * 0.5]),
+    }[case]()
+    got = on_every_target(comp, *state) if case == "rnn_swap" else xm.compile(comp)(*state)
+    for g, r in zip(got, evaluate(comp, state)):
+        np.testing.assert_allclose(g, r, rtol=2e-6, atol=2e-6)
