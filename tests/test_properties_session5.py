@@ -848,3 +848,41 @@ def test_loop_states_that_trade_places(case: str) -> None:
     got = on_every_target(comp, *state) if case == "rnn_swap" else xm.compile(comp)(*state)
     for g, r in zip(got, evaluate(comp, state)):
         np.testing.assert_allclose(g, r, rtol=2e-6, atol=2e-6)
+
+
+# ---- select_and_scatter as vector loops ---------------------------------------------------
+
+def _select_and_scatter(dtype: object, direction: str, dims: tuple[int, ...], window: tuple[int, ...],
+                        strides: tuple[int, ...], padding: tuple[tuple[int, int], ...]
+                        ) -> tuple[xm.XlaComputation, tuple[int, ...]]:
+    b = xm.XlaBuilder("select_and_scatter")
+    x = b.parameter(0, shape(dtype, dims))
+    out = tuple((d + lo + hi - w) // s + 1 for d, w, s, (lo, hi) in zip(dims, window, strides, padding))
+    source = b.parameter(1, shape(dtype, out))
+    b.select_and_scatter(x, lambda p, q: p.builder.compare(p, q, direction), window, strides,
+                         padding, source, b.constant(np.dtype(dtype).type(0)), lambda p, q: p + q)
+    return b.build(), out
+
+
+@pytest.mark.parametrize(("dtype", "direction", "dims", "strides", "padding"), [
+    (np.float32, "GT", (2, 9, 11, 32), (1, 2, 2, 1), ((0, 0), (1, 1), (1, 1), (0, 0))),
+    (np.float64, "GE", (3, 5, 7, 16), (1, 1, 1, 1), ((0, 0), (2, 2), (0, 3), (0, 0))),
+    (np.float32, "LE", (1, 8, 8, 17), (1, 2, 2, 1), ((0, 0), (0, 0), (0, 0), (0, 0))),
+    (np.uint8, "LT", (2, 6, 6, 48), (1, 1, 1, 1), ((0, 0), (1, 1), (1, 1), (0, 0))),
+    (np.int64, "GT", (1, 7, 9, 16), (1, 3, 2, 1), ((0, 0), (1, 0), (0, 2), (0, 0)))])
+def test_select_and_scatter_ties_nans_and_padding(dtype: object, direction: str,
+                                                  dims: tuple[int, ...], strides: tuple[int, ...],
+                                                  padding: tuple[tuple[int, int], ...]) -> None:
+    """Channels-last 3x3 windows over values 0..2 (ties everywhere: GE/LE keep the earlier
+    cell, GT/LT take the later), NaN and -0.0, overlapping windows (their sources added in
+    row-major order) and padding: the reference's bits, on every target for f32."""
+    comp, out = _select_and_scatter(dtype, direction, dims, (1, 3, 3, 1), strides, padding)
+    rng = np.random.default_rng(sum(dims))
+    x = rng.integers(0, 3, dims).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        flat = x.reshape(-1)
+        flat[rng.random(flat.size) < 0.03] = np.nan
+        flat[rng.random(flat.size) < 0.1] = -0.0
+    source = rng.integers(1, 5, out).astype(dtype)
+    got = on_every_target(comp, x, source) if dtype == np.float32 else xm.compile(comp)(x, source)
+    assert_same_bits(got, evaluate(comp, [x, source]))
