@@ -34,6 +34,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from reference import evaluate
+from test_properties_session4 import HWIO, NCHW, NHWC, OIHW, _dn, direct_conv
 
 import xlamlir as xm
 from xlamlir.runtime import fastcall
@@ -886,3 +887,38 @@ def test_select_and_scatter_ties_nans_and_padding(dtype: object, direction: str,
     source = rng.integers(1, 5, out).astype(dtype)
     got = on_every_target(comp, x, source) if dtype == np.float32 else xm.compile(comp)(x, source)
     assert_same_bits(got, evaluate(comp, [x, source]))
+
+
+# ---- convolution accumulators starting from zero in registers ----------------------------
+
+@pytest.mark.parametrize(("n", "c", "o", "spatial", "window", "strides", "pads", "dilation", "layouts"), [
+    (2, 32, 32, (33, 31), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), (NHWC, HWIO, NHWC)),
+    (2, 64, 48, (17, 19), (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), (NHWC, HWIO, NHWC)),
+    (1, 32, 70, (30, 30), (3, 3), (1, 1), ((0, 0), (0, 0)), (2, 2), (NHWC, HWIO, NHWC)),
+    (1, 32, 32, (31, 31), (3, 3), (2, 2), ((4, 3), (3, 5)), (1, 1), (NCHW, OIHW, NCHW))])
+def test_scheduled_convolutions_exact(n: int, c: int, o: int, spatial: tuple[int, int],
+                                      window: tuple[int, int], strides: tuple[int, int],
+                                      pads: tuple[tuple[int, int], ...], dilation: tuple[int, int],
+                                      layouts: tuple[tuple[int, ...], ...]) -> None:
+    """Odd sizes (peeled pixel and channel tiles), an image of -0.0 (its sums are +0), a
+    dilated window with a bias epilogue: the definition's bits, on every target."""
+    lp, kp, op_ = layouts
+    ldims, kdims = [0] * 4, [0] * 4
+    for i, pos in enumerate(lp):
+        ldims[pos] = (n, c, *spatial)[i]
+    for i, pos in enumerate(kp):
+        kdims[pos] = (o, c, *window)[i]
+    b = xm.XlaBuilder("conv")
+    x = b.parameter(0, shape(np.float32, tuple(ldims)))
+    w = b.parameter(1, shape(np.float32, tuple(kdims)))
+    y = b.conv_general_dilated(x, w, strides, pads, rhs_dilation=dilation,
+                               dimension_numbers=_dn(lp, kp, op_))
+    comp = b.build(b.tuple([y, b.add(y, b.constant(np.float32(0.5)))]))
+    rng = np.random.default_rng(n + c + o)
+    xv = rng.integers(-3, 4, ldims).astype(np.float32)
+    wv = rng.integers(-3, 4, kdims).astype(np.float32)
+    xv[0] = -0.0
+    want = direct_conv(xv, wv, strides, pads, (1, 1), dilation, lp, kp, op_).astype(np.float32)
+    got, biased = on_every_target(comp, xv, wv)
+    assert_same_bits(got, want)
+    assert_same_bits(biased, want + np.float32(0.5))
