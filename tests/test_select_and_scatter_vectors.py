@@ -253,3 +253,20 @@ def test_others_stay_on_the_general_lowering(what: str, monkeypatch: pytest.Monk
     got = _compile(comp, False, monkeypatch, force=False)(x, source)  # asserts the general lowering
     if predicate is not None and what != "mul scatter":
         _assert_same(got, reference(x, source, dtype(0), predicate, window, strides, padding), what)
+
+
+def test_jax_max_pool_gradient_same_bits_as_jax(monkeypatch: pytest.MonkeyPatch) -> None:
+    """jax.vjp of a max-pool (XLA's select_and_scatter GE/add), imported from StableHLO,
+    takes the vector path and gives XLA:CPU's bits."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_platforms", "cpu")
+    dims, strides, pad = (1, 3, 3, 1), (1, 2, 2, 1), [(0, 0), (0, 1), (0, 1), (0, 0)]
+
+    def grad(x, s):
+        pool = lambda x: jax.lax.reduce_window(x, -np.inf, jax.lax.max, dims, strides, pad)  # noqa: E731
+        return jax.vjp(pool, x)[1](s)[0]
+
+    x = _values((2, 9, 11, 32), np.float32, 11, True)
+    source = _values((2, 4, 5, 32), np.float32, 12, False)
+    exe = _compile(xm.import_stablehlo(jax.jit(grad).lower(x, source)), True, monkeypatch)
+    _assert_same(exe(x, source), np.asarray(jax.jit(grad)(x, source)), "jax")

@@ -75,6 +75,8 @@ def _compare(t: PrimitiveType, symbol: str) -> tuple[object, bool] | None:
     if body is None or body[0].name != "xhlo.compare":
         return None
     op, args = body
+    if "comparison_direction" not in op.attributes or "compare_type" not in op.attributes:
+        return None
     direction = ir.StringAttr(op.attributes["comparison_direction"]).value
     kind = ir.StringAttr(op.attributes["compare_type"]).value
     table = (_FLOAT_PREDICATES if kind == "FLOAT" and t in _FLOATS else
