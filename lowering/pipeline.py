@@ -21,6 +21,7 @@ from ..dialect.errors import CompileError
 from ..dialect.registry import DIALECT
 from ..dialect.verify import verify_module
 from .lower_pass import lower_xhlo
+from .passes.aligned_loop_inputs import aligned_loop_inputs
 from .passes.approximations import approximate_math
 from .passes.destinations import output_tensors, split_shared_inits
 from .passes.exact_fma import exact_fma
@@ -100,6 +101,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         # Fixed-size temporaries of a loop body allocated once, before the loop.
         "func.func(buffer-loop-hoisting)",
         "buffer-deallocation-pipeline",  # frees temporaries the computation allocated
+        # Matrices a while loop streams every iteration, copied once to 64-byte aligned
+        # memory when numpy's 16-byte alignment would split every vector load.
+        aligned_loop_inputs,
         "convert-bufferization-to-memref",  # else a bufferization.clone survives
         # The scheduled contractions' 2-D transfers (accumulator tiles) as 1-D vector
         # loads/stores: the default lowering would go through a stack buffer.
