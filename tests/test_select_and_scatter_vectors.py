@@ -44,6 +44,8 @@ CASES = [
     ((2, 8, 9, 16), (1, 2, 2, 1), (1, 3, 4, 1), ((0, 0), (0, 1), (2, 0), (0, 0))),  # stride > window
     ((3, 4, 5, 16), (2, 2, 1, 1), (1, 1, 2, 1), ((1, 0), (0, 0), (0, 0), (0, 0))),  # over the batch
     ((7, 5, 24), (3, 1, 1), (2, 1, 1), ((1, 1), (0, 0), (0, 0))),  # cores split the second dim
+    ((1, 9, 7, 64), (1, 3, 3, 1), (1, 2, 2, 1), ((0, 0), (1, 1), (0, 1), (0, 0))),  # ... the channels
+    ((7, 6, 96), (3, 2, 1), (2, 2, 1), ((0, 1), (1, 0), (0, 0))),  # ... channels, 6 blocks (f32)
 ]
 
 
@@ -231,6 +233,16 @@ def test_ir_vector_loops_in_parallel_no_temporaries() -> None:
     assert "vector<16xf32>" in str(exe.stages["vectorized"]) and "scf.forall" in bufferized
     assert "memref.alloc" not in bufferized  # no window temporaries
     assert "memref.copy" not in bufferized
+
+
+def test_ir_channels_split_across_cores_without_a_batch() -> None:
+    x = np.zeros((1, 16, 16, 64), np.float32)
+    window, strides, padding = (1, 3, 3, 1), (1, 2, 2, 1), ((0, 0), (0, 1), (0, 1), (0, 0))
+    source = np.zeros(_source_shape(x.shape, window, strides, padding), np.float32)
+    bufferized = str(xm.compile(_computation(x, source, 0.0, SELECTS["ge"], window, strides,
+                                             padding)).stages["bufferized"])
+    assert "scf.forall (%arg3) in (4)" in bufferized, bufferized  # 4 blocks of 16 channels
+    assert "memref.alloc" not in bufferized and "memref.copy" not in bufferized
 
 
 @pytest.mark.parametrize("what", ["f8e4m3fn", "nchw", "gt totalorder", "mul scatter", "narrow minor"])

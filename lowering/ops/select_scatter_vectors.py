@@ -10,7 +10,9 @@ channels), `select` is one compare (GE, GT, LE or LT) of its two arguments and
 - one scf.forall iteration per index of the first dimension no window crosses
   (window 1, stride 1, no padding; the batch of a pooling) with more than one index,
   split across the cores: its slab of the output is filled with the init value and
-  then only written by its own source positions;
+  then only written by its own source positions; without one (a batch of 1, windows
+  over every dimension but the minor one), blocks of whole vectors of the minor
+  dimension, whose lanes are independent;
 - scf.for loops over the source positions in row-major order, and over the minor
   dimension in vectors of LANES elements (the last one masked);
 - per vector of source positions, the window's cells in lexicographic order: a
@@ -48,6 +50,7 @@ F = arith.CmpFPredicate
 I = arith.CmpIPredicate  # noqa: E741 - the arith dialect's own short name
 LANES_BYTES = 64  # one AVX-512 register, two AVX2 ones
 MAX_UNROLLED_CELLS = 64  # windows up to this many cells are unrolled (pooling: 4 or 9)
+MAX_MINOR_BLOCKS = 8  # without a batch to split, at most this many blocks of channels
 _FLOATS = frozenset({P.F16, P.BF16, P.F32, P.F64})
 _INTS = frozenset({P.S8, P.S16, P.S32, P.S64, P.U8, P.U16, P.U32, P.U64})
 _FLOAT_PREDICATES = {"GE": F.OGE, "GT": F.OGT, "LE": F.OLE, "LT": F.OLT}
@@ -195,8 +198,9 @@ def select_and_scatter(x: ir.Value, source: ir.Value, init: ir.Value, t: Primiti
     def lanes_of(scalar: ir.Value, vtype: ir.Type) -> ir.Value:
         return vector.broadcast(vtype, scalar)
 
-    def chunk(position: list[ir.Value], j: ir.Value, out: ir.Value) -> ir.Value:
-        """One vector of source positions: pick each lane's cell, add the source into it."""
+    def chunk(position: list[ir.Value], j: ir.Value, local_j: ir.Value, out: ir.Value) -> ir.Value:
+        """One vector of source positions (minor index `j`, `local_j` in the slab): pick each
+        lane's cell, add the source into it."""
         true = lanes_of(arith.constant(i1, 1), mask_type)
         found = lanes_of(arith.constant(i1, 0), mask_type)
         best = lanes_of(init, vtype)
@@ -221,7 +225,7 @@ def select_and_scatter(x: ir.Value, source: ir.Value, init: ir.Value, t: Primiti
         for k, indices in enumerate(targets):
             # A padding cell is never picked: its clamped index reads and writes back
             # an element unchanged.
-            here = [local_index(d, q) for d, q in enumerate(indices)] + [j]
+            here = [local_index(d, q) for d, q in enumerate(indices)] + [local_j]
             current = vector.transfer_read(vtype, out, here, minor_map, init, in_bounds)
             total = (arith.addf if floating else arith.addi)(
                 *(arithmetic(current), arithmetic(update))[::1 if current_first else -1])
@@ -233,42 +237,51 @@ def select_and_scatter(x: ir.Value, source: ir.Value, init: ir.Value, t: Primiti
         return out
 
     # The cores split the first dimension that no window crosses (its slabs of the output
-    # are disjoint) with more than one index; without one, one serial loop nest.
+    # are disjoint) with more than one index; without one, the minor dimension in blocks of
+    # whole vectors (the lanes are independent); else one serial loop nest.
     split = next((d for d in range(rank - 1) if window[d] == 1 and strides[d] == 1
                   and tuple(padding[d]) == (0, 0) and dims[d] > 1), None)
+    block, count = 1, 1 if split is None else dims[split]
+    if split is None and minor % lanes == 0:
+        vectors = minor // lanes
+        count = max(c for c in range(1, MAX_MINOR_BLOCKS + 1) if vectors % c == 0)
+        split, block = (rank - 1, minor // count) if count > 1 else (None, 1)
+    slab_dims = [block if d == split else n for d, n in enumerate(dims)]
+    slab_minor = slab_dims[-1]
 
     def local_index(d: int, q: ir.Value) -> ir.Value:
         return _index(0) if d == split else q
 
     def fill_and_scatter(part: ir.Value | None, out: ir.Value) -> ir.Value:
-        fixed = {} if part is None else {split: part}
+        fixed = {} if part is None or split == rank - 1 else {split: part}
+        base = arith.muli(part, _index(block)) if split == rank - 1 else None
         splat = lanes_of(init, vtype)
-        slab_dims = [1 if d == split else n for d, n in enumerate(dims)]
 
         def fill_row(position: list[ir.Value], out: ir.Value) -> ir.Value:
-            return _for(0, minor, lanes, out, lambda j, o: vector.transfer_write(
+            return _for(0, slab_minor, lanes, out, lambda j, o: vector.transfer_write(
                 o.type, splat, o, position + [j], minor_map, in_bounds))
 
         out = _nest(slab_dims, out, fill_row, {})
 
         def scatter_row(position: list[ir.Value], out: ir.Value) -> ir.Value:
-            return _for(0, minor, lanes, out, lambda j, o: chunk(position, j, o))
+            return _for(0, slab_minor, lanes, out, lambda j, o: chunk(
+                position, j if base is None else arith.addi(base, j), j, o))
 
         return _nest(source_dims, out, scatter_row, fixed)
 
     if split is None:
         return fill_and_scatter(None, tensor.EmptyOp(list(dims), element).result)
     shared = tensor.EmptyOp(list(dims), element).result
-    slab_dims = [1 if d == split else n for d, n in enumerate(dims)]
-    loop = scf.ForallOp([0], [dims[split]], [1], [shared])
+    loop = scf.ForallOp([0], [count], [1], [shared])
     with ir.InsertionPoint(loop.body):
         part = loop.induction_variables[0]
+        start = part if block == 1 else arith.muli(part, _index(block))
         offsets = [DYNAMIC if d == split else 0 for d in range(rank)]
         # The iteration's slice of the shared output as its destination: written in place.
         slab = tensor.extract_slice(ir.RankedTensorType.get(slab_dims, element), loop.inner_iter_args[0],
-                                    [part], [], [], offsets, slab_dims, [1] * rank)
+                                    [start], [], [], offsets, slab_dims, [1] * rank)
         slab = fill_and_scatter(part, slab)
         with ir.InsertionPoint(loop.terminator().block):
-            tensor.parallel_insert_slice(slab, loop.inner_iter_args[0], [part], [], [], offsets,
+            tensor.parallel_insert_slice(slab, loop.inner_iter_args[0], [start], [], [], offsets,
                                          slab_dims, [1] * rank)
     return loop.results[0]
