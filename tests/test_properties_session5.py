@@ -381,8 +381,11 @@ _FRESH_PROCESS = """
     for comp, args in [(narrow, (xv, hv)), (layouts, (data,)), (maths, (uv, vv))]:
         exe = xm.compile(comp, target_cpu=sys.argv[1])
         calls = [exe(*args) for _ in range(3)]  # the third takes the C path
-        results.append((exe.compile_stats["disk_cache"], calls))
+        stats = exe.compile_stats
+        results.append((stats["disk_cache"], calls, repr({k: v for k, v in stats.items()
+                                                          if k.startswith("disk_cache")})))
     disk_cache.flush()
+    results.append(("sources", disk_cache._SOURCES, ""))  # the library's own files, keyed
     np.save(sys.argv[2], np.array(results, dtype=object), allow_pickle=True)
 """
 
@@ -392,7 +395,8 @@ def _fresh_process(target: str, out: Path, cache: Path) -> list:
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_FRESH_PROCESS), target, str(out)],
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return list(np.load(out, allow_pickle=True))
+    *results, (_, sources, _) = list(np.load(out, allow_pickle=True))
+    return results, sources
 
 
 def test_fresh_processes_compile_then_load_from_the_cache(tmp_path: Path) -> None:
@@ -401,12 +405,13 @@ def test_fresh_processes_compile_then_load_from_the_cache(tmp_path: Path) -> Non
     loads them (hits), another target compiles its own entries (misses). Every call, the
     C path's too, gives the same bits as numpy / the first process."""
     cache = tmp_path / "cache"
-    first = _fresh_process("x86-64-v3", tmp_path / "a.npy", cache)
-    second = _fresh_process("x86-64-v3", tmp_path / "b.npy", cache)
-    other = _fresh_process("x86-64-v2", tmp_path / "c.npy", cache)
-    assert [r[0] for r in first] == ["miss"] * 3
-    assert [r[0] for r in second] == ["hit"] * 3
-    assert [r[0] for r in other] == ["miss"] * 3
+    first, sources = _fresh_process("x86-64-v3", tmp_path / "a.npy", cache)
+    second, sources_later = _fresh_process("x86-64-v3", tmp_path / "b.npy", cache)
+    other, _ = _fresh_process("x86-64-v2", tmp_path / "c.npy", cache)
+    assert [r[0] for r in first] == ["miss"] * 3, [r[2] for r in first]
+    if sources_later == sources:  # else a source file changed in between: a new key, rightly
+        assert [r[0] for r in second] == ["hit"] * 3, [r[2] for r in first + second]
+    assert [r[0] for r in other] == ["miss"] * 3, [r[2] for r in other]
     for a, b, c in zip(first, second, other):
         for calls in (a[1], b[1], c[1]):
             for call in calls:
