@@ -931,3 +931,59 @@ def test_scheduled_convolutions_exact(n: int, c: int, o: int, spatial: tuple[int
     got, biased = on_every_target(comp, xv, wv)
     assert_same_bits(got, want)
     assert_same_bits(biased, want + np.float32(0.5))
+
+
+# ---- loop-invariant parameters copied to aligned buffers ---------------------------------
+
+def _misaligned(a: np.ndarray, offset: int) -> np.ndarray:
+    """A copy of `a` whose data starts `offset` bytes after a 64-byte boundary."""
+    buffer = np.zeros(a.nbytes + 128, np.uint8)
+    start = (-buffer.ctypes.data) % 64 + offset
+    view = buffer[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    view[...] = a
+    return view
+
+
+@pytest.mark.parametrize("trips", [0, 5])
+def test_loop_invariant_parameter_also_returned(trips: int) -> None:
+    """A 16 KB matrix read whole by every step of an RNN (copied to an aligned buffer when
+    misaligned, freed after the loop) that is also the loop's output and read after it:
+    the outputs hold the parameter's values at every offset, with 0 or 5 trips."""
+    n = 64
+    w = (np.random.default_rng(0).standard_normal((n, n)) * 0.1).astype(np.float32)
+    h = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    b = xm.XlaBuilder("rnn_invariant")
+    pw = b.parameter(0, shape(np.float32, (n, n)))
+    ph = b.parameter(1, shape(np.float32, (n,)))
+
+    def cond(st: xm.XlaOp) -> xm.XlaOp:
+        bb = st.builder
+        return bb.lt(bb.get_tuple_element(st, 0), bb.constant(np.int32(trips)))
+
+    def body(st: xm.XlaOp) -> xm.XlaOp:
+        bb = st.builder
+        i, hh, ww = (bb.get_tuple_element(st, k) for k in range(3))
+        return bb.tuple([i + np.int32(1), bb.tanh(bb.dot(ww, hh)), ww])
+
+    out = b.while_(cond, body, b.tuple([b.constant(np.int32(0)), ph, pw]))
+    comp = b.build(b.tuple([b.get_tuple_element(out, 1), b.get_tuple_element(out, 2),
+                            b.add(pw, pw)]))
+    exe = xm.compile(comp)
+    want = evaluate(comp, [w, h])
+    for offset in (0, 4, 16, 32, 4):  # the last calls on the C path
+        got_h, got_w, doubled = exe(_misaligned(w, offset), h)
+        np.testing.assert_allclose(got_h, want[0], rtol=1e-5, atol=1e-6)
+        assert_same_bits(got_w, w)
+        assert_same_bits(doubled, w + w)
+
+
+def test_select_and_scatter_batch_of_one_split_by_columns() -> None:
+    """One image (the cores split the minor dimension in blocks of vectors): 80 channels,
+    a window and stride along every spatial dimension, against the reference."""
+    comp, out = _select_and_scatter(np.float32, "GE", (1, 7, 9, 80), (1, 3, 3, 1), (1, 2, 2, 1),
+                                    ((0, 0), (1, 1), (1, 1), (0, 0)))
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 3, (1, 7, 9, 80)).astype(np.float32)
+    x.reshape(-1)[::37] = np.nan
+    source = rng.integers(1, 5, out).astype(np.float32)
+    assert_same_bits(on_every_target(comp, x, source), evaluate(comp, [x, source]))
