@@ -33,6 +33,7 @@ from .executable import Executable
 from .inspection import compile_stats, dump_compilation
 from .io import Infeed, Outfeed
 from .io import builtins as io_builtins
+from .jit_linkage import internalize
 from .jit_symbols import needs_runtime_libraries
 from .lower import parse_module, pipeline_for_target
 from .replicas import collective_builtins
@@ -203,8 +204,10 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         stages = pipeline_for_target(pipeline, cpu).run(
             module, timings, per_pass, locations=bool(os.environ.get("XLAMLIR_STAGE_LOCATIONS")),
             per_pass=bool(os.environ.get("XLAMLIR_PASS_TIMING")))
-        # After the stages were kept: their text stays target-free (export retargets it).
+        # After the stages were kept: their text stays target-free (export retargets it),
+        # its functions as the pipeline left them (runtime/jit_linkage.py).
         retarget(module, cpu)
+        internalize(module)
         lowered = time.perf_counter()
         result_leaves = result_leaf_shapes(result_shape)
         diagnostics: list[str] = []

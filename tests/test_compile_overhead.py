@@ -11,6 +11,7 @@ import textwrap
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from mlir import ir
 from mlir.passmanager import PassManager
@@ -125,3 +126,59 @@ def test_reused_pass_managers_give_the_stages_of_fresh_ones(monkeypatch: pytest.
     clear_cache()
     fresh = xm.compile(complex_program()).stages
     assert reused == fresh
+
+
+def test_the_jit_gets_every_function_but_the_c_interfaces_internal() -> None:
+    from xlamlir.runtime.jit_linkage import internalize
+
+    module = ir.Module.parse("""
+    module {
+      llvm.func @expf(f32) -> f32
+      llvm.func @main(%a: f32) -> f32 attributes {no_inline} {
+        %b = llvm.call @expf(%a) : (f32) -> f32
+        llvm.return %b : f32
+      }
+      llvm.func @main_parallel_0_body(%a: f32) -> f32 {
+        llvm.return %a : f32
+      }
+      llvm.func linkonce @kept_linkonce(%a: f32) -> f32 {
+        llvm.return %a : f32
+      }
+      llvm.func @_mlir_ciface_main(%a: f32) -> f32 attributes {llvm.emit_c_interface} {
+        %b = llvm.call @main(%a) : (f32) -> f32
+        llvm.return %b : f32
+      }
+    }""", context=new_context())
+    internalize(module)
+    linkage = {ir.StringAttr(op.attributes["sym_name"]).value: str(op.attributes["linkage"])
+               for op in module.body.operations}
+    assert linkage == {"expf": "#llvm.linkage<external>", "main": "#llvm.linkage<internal>",
+                       "main_parallel_0_body": "#llvm.linkage<internal>",
+                       "kept_linkonce": "#llvm.linkage<linkonce>",
+                       "_mlir_ciface_main": "#llvm.linkage<external>"}
+    assert module.operation.verify()
+
+
+def test_the_machine_code_has_no_packed_wrapper_but_the_entry(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # The ExecutionEngine packs every function of external linkage (`_mlir_<name>`); the
+    # program is called only through `_mlir__mlir_ciface_main`, the random state global
+    # is still found by name, and the parallel loop's results are numpy's.
+    monkeypatch.setenv("XLAMLIR_KEEP_OBJECT", "1")
+    clear_cache()
+    b = xm.XlaBuilder("noisy")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (1 << 16,)))
+    noise = b.rng_uniform(b.constant(np.float32(0)), b.constant(np.float32(1)),
+                          xm.Shape.array(xm.F32, (1 << 16,)))
+    b.tuple([b.add(b.mul(x, x), x), noise])
+    exe = xm.compile(b.build())
+    data = np.linspace(-3, 3, 1 << 16, dtype=np.float32)
+    squares, first = exe(data)
+    np.testing.assert_array_equal(squares, data * data + data)
+    exe.seed(0)
+    np.testing.assert_array_equal(exe(data)[1], first)
+    exe.write_object(str(tmp_path / "code.o"))
+    code = (tmp_path / "code.o").read_bytes()
+    assert b"\0_mlir__mlir_ciface_main\0" in code
+    assert b"\0_mlir_main\0" not in code and b"_mlir_main_parallel_0_body\0" not in code
+    clear_cache()
