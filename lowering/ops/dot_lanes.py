@@ -29,6 +29,7 @@ from . import lane_rows
 
 LANES = 16  # partial sums per output element: one f32 vector of the vectorize schedule
 MIN_DEPTH = 4 * LANES  # shorter contractions: the fold of the lanes would cost as much
+FOLD_TAG = "xlamlir.lane_fold"
 
 
 def vector_operand(d: DotDimensionNumbers, lhs: Shape, rhs: Shape, acc: PrimitiveType) -> str | None:
@@ -97,6 +98,10 @@ def lane_dot(matrix: ir.Value, vector: ir.Value, batch: int, zero: ir.Value,
     # The lanes fold in order on a reduction loop (not an all-parallel generic reading each
     # lane through a map, which elementwise fusion would sink into a broadcasting consumer).
     e = [ir.AffineDimExpr.get(i) for i in range(rank + 1)]
-    return _generic([partials], _filled(free, zero),
-                    [ir.AffineMap.get_identity(rank + 1), ir.AffineMap.get(rank + 1, 0, e[:rank])],
-                    ["parallel"] * rank + ["reduction"], lambda lane, acc: add(acc, lane))
+    folded = _generic([partials], _filled(free, zero),
+                      [ir.AffineMap.get_identity(rank + 1), ir.AffineMap.get(rank + 1, 0, e[:rank])],
+                      ["parallel"] * rank + ["reduction"], lambda lane, acc: add(acc, lane))
+    # Marked for lowering/passes/lane_folds.py (a reduce's folds are not: their transposes
+    # cost more compile time than a fold 1/64 of a long row's work returns).
+    folded.owner.attributes[FOLD_TAG] = ir.UnitAttr.get()
+    return folded

@@ -1,11 +1,14 @@
 """Folds of 16 lanes per row, y[r] = (((y[r] + p[r, 0]) + p[r, 1]) + ...) + p[r, 15], as
 16 x 16 transposes in registers.
 
-Matrix-vector products (lowering/ops/dot_lanes.py) and reductions split into lanes
-(lowering/ops/reduce.py) end with such a fold: a generic whose reduction loop runs along
-the 16 contiguous lanes of each row. Vectorized along the rows, as "vectorized" would do
-it, every vector reads one lane of 16 rows: a strided gather per lane (16 per 16 rows),
-a quarter of a tanh RNN step's time. Here 16 rows are 16 contiguous vector loads,
+Matrix-vector products left to the generics of lowering/ops/dot_lanes.py (batched,
+converted from bf16/f16) end with such a fold, marked with dot_lanes.FOLD_TAG: a generic
+whose reduction loop runs along the 16 contiguous lanes of each row. Vectorized along the
+rows, as "vectorized" would do it, every vector reads one lane of 16 rows: a strided
+gather per lane (16 per 16 rows), a quarter of a tanh RNN step's time. (The reductions
+split into lanes by lowering/ops/reduce.py fold the same way but are not marked: for
+their long rows the fold is a small part of the work, and the transposes cost LLVM
+~20 ms per fold to compile.) Here 16 rows are 16 contiguous vector loads,
 transposed by 4 rounds of two-vector shuffles, so that vector l holds lane l of the 16
 rows, and summed into y's 16 elements in the generic's order (y first, then lanes
 0..15). Every element sees the same additions in the same order: the same bits on
@@ -23,6 +26,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 LANES = 16
+TAG = "xlamlir.lane_fold"  # lowering/ops/dot_lanes.py's FOLD_TAG (passes import no ops)
 
 
 def _iterators(op: Any) -> list[str]:
@@ -43,9 +47,11 @@ def _rows_readable(t: ir.Type, collapsed: bool) -> bool:
 
 
 def _plan(op: Any) -> tuple[ir.Value, ir.Value, Any] | None:
-    """(lanes, out, add) when `op` is a fold of the last dimension's 16 lanes of an f32/f64
-    buffer into the buffer of its other dimensions (`add` the body's addf), else None."""
-    if op.name != "linalg.generic" or len(op.operands) != 2 or len(op.results) != 0:
+    """(lanes, out, add) when `op` is a marked fold of the last dimension's 16 lanes of an
+    f32/f64 buffer into the buffer of its other dimensions (`add` the body's addf), else
+    None."""
+    if op.name != "linalg.generic" or len(op.operands) != 2 or len(op.results) != 0 or \
+            TAG not in op.attributes:
         return None
     lanes, out = op.operands
     collapsed = isinstance(lanes.type, ir.MemRefType) and ir.MemRefType(lanes.type).rank > 2
