@@ -20,7 +20,9 @@ channels), `select` is one compare (GE, GT, LE or LT) of its two arguments and
   (XLA's rule, the same one as the general lowering: ties keep the earlier cell, a
   NaN compare takes the later one); padding cells (known at run time) are never
   taken. Then, per cell, the lanes that picked it add their source element into
-  the output (one read, add, select, write of a vector).
+  the output (one read, add, select, write of a vector). Windows that share no
+  element (strides at least the window: a 2x2/2 pooling) write init + source or
+  init without reading, and when they tile the operand exactly the fill is skipped.
 
 Each output element thus receives its source values in the source's row-major
 order, as in the general lowering: the lanes are independent elements, nothing is
@@ -198,6 +200,18 @@ def select_and_scatter(x: ir.Value, source: ir.Value, init: ir.Value, t: Primiti
     def lanes_of(scalar: ir.Value, vtype: ir.Type) -> ir.Value:
         return vector.broadcast(vtype, scalar)
 
+    # Windows that share no element (strides at least the window): each output element
+    # receives at most one source, so it is written, not read and added to; when they also
+    # tile the operand exactly, every element is written once and no fill comes first.
+    disjoint = all(strides[d] >= window[d] for d in range(rank - 1))
+    tiled = disjoint and all(strides[d] == window[d] and tuple(padding[d]) == (0, 0)
+                             and source_dims[d] * window[d] == dims[d] for d in range(rank - 1))
+
+    def add(current: ir.Value, update: ir.Value) -> ir.Value:
+        total = (arith.addf if floating else arith.addi)(
+            *(arithmetic(current), arithmetic(update))[::1 if current_first else -1])
+        return total if total.type == vtype else arith.bitcast(vtype, total)
+
     def chunk(position: list[ir.Value], j: ir.Value, local_j: ir.Value, out: ir.Value) -> ir.Value:
         """One vector of source positions (minor index `j`, `local_j` in the slab): pick each
         lane's cell, add the source into it."""
@@ -208,7 +222,7 @@ def select_and_scatter(x: ir.Value, source: ir.Value, init: ir.Value, t: Primiti
         targets = []
         for k, cell in enumerate(cells):
             indices, valid = cell_index(position, cell)
-            targets.append(indices)
+            targets.append((indices, valid))
             value = vector.transfer_read(vtype, x, indices + [j], minor_map, init, in_bounds)
             lhs, rhs = (arithmetic(best), arithmetic(value))[::1 if earlier_first else -1]
             keep = arith.cmpf(predicate, lhs, rhs) if floating else arith.cmpi(predicate, lhs, rhs)
@@ -222,18 +236,29 @@ def select_and_scatter(x: ir.Value, source: ir.Value, init: ir.Value, t: Primiti
             best = arith.select(take, value, best)
             pick = arith.select(take, lanes_of(arith.constant(i32, k), pick_type), pick)
         update = vector.transfer_read(vtype, source, position + [j], minor_map, init, in_bounds)
-        for k, indices in enumerate(targets):
-            # A padding cell is never picked: its clamped index reads and writes back
-            # an element unchanged.
+        for k, (indices, valid) in enumerate(targets):
             here = [local_index(d, q) for d, q in enumerate(indices)] + [local_j]
-            current = vector.transfer_read(vtype, out, here, minor_map, init, in_bounds)
-            total = (arith.addf if floating else arith.addi)(
-                *(arithmetic(current), arithmetic(update))[::1 if current_first else -1])
-            if total.type != vtype:
-                total = arith.bitcast(vtype, total)
             chosen = arith.cmpi(I.eq, pick, lanes_of(arith.constant(i32, k), pick_type))
-            out = vector.transfer_write(out.type, arith.select(chosen, total, current), out, here,
-                                        minor_map, in_bounds)
+            if not disjoint:
+                # A padding cell is never picked: its clamped index reads and writes back
+                # an element unchanged.
+                current = vector.transfer_read(vtype, out, here, minor_map, init, in_bounds)
+                out = vector.transfer_write(out.type, arith.select(chosen, add(current, update), current),
+                                            out, here, minor_map, in_bounds)
+                continue
+            # No other window holds this element: it is still the init value. A padding
+            # cell's clamped index may be another window's element, which is not written.
+            splat = lanes_of(init, vtype)
+            written = arith.select(chosen, add(splat, update), splat)
+            if valid is None:
+                out = vector.transfer_write(out.type, written, out, here, minor_map, in_bounds)
+                continue
+            branch = scf.IfOp(valid, [out.type], has_else=True)
+            with ir.InsertionPoint(branch.then_block):
+                scf.YieldOp([vector.transfer_write(out.type, written, out, here, minor_map, in_bounds)])
+            with ir.InsertionPoint(branch.else_block):
+                scf.YieldOp([out])
+            out = branch.results[0]
         return out
 
     # The cores split the first dimension that no window crosses (its slabs of the output
@@ -261,7 +286,8 @@ def select_and_scatter(x: ir.Value, source: ir.Value, init: ir.Value, t: Primiti
             return _for(0, slab_minor, lanes, out, lambda j, o: vector.transfer_write(
                 o.type, splat, o, position + [j], minor_map, in_bounds))
 
-        out = _nest(slab_dims, out, fill_row, {})
+        if not tiled:
+            out = _nest(slab_dims, out, fill_row, {})
 
         def scatter_row(position: list[ir.Value], out: ir.Value) -> ir.Value:
             return _for(0, slab_minor, lanes, out, lambda j, o: chunk(
