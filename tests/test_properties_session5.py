@@ -987,3 +987,27 @@ def test_select_and_scatter_batch_of_one_split_by_columns() -> None:
     x.reshape(-1)[::37] = np.nan
     source = rng.integers(1, 5, out).astype(np.float32)
     assert_same_bits(on_every_target(comp, x, source), evaluate(comp, [x, source]))
+
+
+# ---- lane folds of matrix-vector products as register transposes -------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, BF16])
+def test_matrix_vector_lane_folds(dtype: object) -> None:
+    """Matrix-vector products of 16..45 rows at depths 64 and 144 (folded as 16 x 16
+    transposes): exact sums of small integers as numpy's, a NaN in one row only in that
+    row, an inf row, the same bits on every target."""
+    for rows, depth in [(16, 64), (45, 144), (33, 64)]:
+        rng = np.random.default_rng(rows + depth)
+        a = rng.integers(-4, 5, (rows, depth)).astype(dtype)
+        v = rng.integers(-4, 5, depth).astype(dtype)
+        a[3, 17] = np.nan
+        a[5, :] = np.inf
+        v[np.flatnonzero(v == 0)] = 1  # inf * 0 would be a NaN of its own
+        b = xm.XlaBuilder("matvec")
+        pa = b.parameter(0, shape(dtype, a.shape))
+        pv = b.parameter(1, shape(dtype, v.shape))
+        comp = b.build(b.dot(pa, pv))
+        got = on_every_target(comp, a, v)
+        with np.errstate(invalid="ignore"):
+            want = (a.astype(np.float64) @ v.astype(np.float64)).astype(dtype)
+        np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
