@@ -1,9 +1,10 @@
 """The parallel radix sort of one long row (lowering/ops/sort_parallel.py) against numpy.
 
-Rows of PARALLEL_MIN or more elements in a recognised order are split into chunks
-sorted by one forall per digit pass; the results must be the stable sort's, bit for
-bit (NaN payloads and signs, -0.0), at sizes around the chunk boundaries, for every
-element type and order the path takes, and on every target CPU.
+Rows of PARALLEL_MIN or more elements in a recognised order are scattered by their
+top digit in parallel chunks, then sorted bucket by bucket in parallel groups; the
+results must be the stable sort's, bit for bit (NaN payloads and signs, -0.0), at
+sizes around the chunk boundaries, with buckets of any sizes, for every element type
+and order the path takes, and on every target CPU.
 """
 
 from __future__ import annotations
@@ -237,28 +238,53 @@ def test_sequential_pipeline_same_bits() -> None:
 
 
 def test_parallel_radix_ir() -> None:
-    # 2**20 f32: 4 chunks of 2**18. A first forall counts the first digit per chunk (and
-    # the NaNs) without writing keys; one forall per digit pass (3 for 11-bit digits)
-    # scatters, the first computing the keys from the input; a last forall over the
-    # chunks decodes into the result's slices; then the NaNs go back in order.
+    # 2**20 f32: 4 chunks of 2**18. A forall counts the top 8 key bits per chunk (and the
+    # NaNs); a second scatters the keys, computed from the input, by them; a forall of 16
+    # groups of buckets on tensors sorts each bucket by its 3 lower digits (one table
+    # of 256 counts per digit and group) and writes its slice of the result; then the
+    # NaNs go back in order.
     b = xm.XlaBuilder("ir")
     b.sort(b.parameter(0, shape(np.float32, (1 << 20,))))
     check_ir(stage_text(b.build(), "linalg"), """
-        CHECK: memref.alloc() : memref<4x4x2048xi32>
+        CHECK: memref.alloc() : memref<4x256xi32>
+        CHECK: memref.alloc() : memref<16x3x256xi32>
         CHECK: scf.forall (%{{.*}}) in (4) {
         CHECK-NOT: memref<1048576xi32>
         CHECK: memref.store {{.*}} : memref<4xindex>
         CHECK: scf.forall (%{{.*}}) in (4) {
         CHECK: tensor.extract {{.*}} : tensor<1048576xf32>
         CHECK: memref.store {{.*}} : memref<1048576xi32>
-        CHECK: scf.forall (%{{.*}}) in (4) {
-        CHECK: memref.load {{.*}} : memref<1048576xi32>
-        CHECK: scf.forall (%{{.*}}) in (4) {
-        CHECK: scf.forall (%{{.*}}) in (4) shared_outs
-        CHECK: tensor.parallel_insert_slice {{.*}} into tensor<1048576xf32>
+        CHECK: scf.forall (%{{.*}}) in (16) shared_outs
+        CHECK: tensor.parallel_insert_slice {{.*}} : tensor<?xf32> into tensor<1048576xf32>
         CHECK-NOT: scf.forall
         CHECK: scf.for {{.*}} -> (index, tensor<1048576xf32>)
     """)
+
+
+def test_uneven_buckets() -> None:
+    # Every element in one bucket (one group does all), a few buckets (most groups
+    # empty), every bucket of the top digit used; ties keep their index order.
+    n = SIZES[1]
+    rng = np.random.default_rng(21)
+    same = np.full(n, 7, np.int32)
+    few = rng.choice(np.array([-5, 3, 1 << 24, -(1 << 30)], np.int32), n)
+    spread = rng.integers(0, 1 << 32, n, dtype=np.uint32)
+    halves = rng.random(n).astype(np.float32)  # half of them in one bucket: [0.5, 1)
+
+    def build(b, *ps):
+        out = []
+        for p in ps:
+            iota = b.iota(xm.Shape.array(xm.S32, (n,)), 0)
+            out += [b.sort(p), b.sort([p, iota], is_stable=True)]
+        return b.tuple(out)
+
+    got = iter(run(build, same, few, spread, halves))
+    for x in (same, few, spread, halves):
+        want = stable_order(order_keys(x, True))
+        assert_bits(next(got), x[want], str(x.dtype))
+        v, i = next(got)
+        np.testing.assert_array_equal(i, want)
+        assert_bits(v, x[want])
 
 
 def test_shorter_rows_stay_sequential() -> None:
