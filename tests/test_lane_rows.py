@@ -79,6 +79,7 @@ def test_zero_rows_sum_to_positive_zero() -> None:
     assert not np.signbit(got).any()  # 0 + -0 = +0, as the generics' fold
 
 
-@pytest.mark.parametrize("rows", [8, 15])
-def test_fewer_than_16_rows_keep_the_generics(rows: int) -> None:
-    assert "vector.shuffle" not in xm.compile(_product(rows, 64, np.float32, False, False)).stages["linalg"]
+@pytest.mark.parametrize("rows, k", [(8, 64), (15, 64), (16, 1024 + 16)])
+def test_few_rows_or_long_rows_keep_the_generics(rows: int, k: int) -> None:
+    assert "vector.shuffle" not in xm.compile(_product(rows, k, np.float32, False, False)).stages["linalg"]
+    assert "vector.shuffle" in xm.compile(_product(16, 1024, np.float32, False, False)).stages["linalg"]
