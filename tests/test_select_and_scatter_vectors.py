@@ -248,7 +248,8 @@ def test_ir_channels_split_across_cores_without_a_batch() -> None:
     assert "memref.alloc" not in bufferized and "memref.copy" not in bufferized
 
 
-@pytest.mark.parametrize("what", ["f8e4m3fn", "nchw", "gt totalorder", "mul scatter", "narrow minor"])
+@pytest.mark.parametrize("what", ["f8e4m3fn", "nchw", "gt totalorder", "mul scatter", "narrow minor",
+                                  "81 cells"])
 def test_others_stay_on_the_general_lowering(what: str, monkeypatch: pytest.MonkeyPatch) -> None:
     shape, window, strides, padding = CASES[0]
     dtype = ml_dtypes.float8_e4m3fn if what == "f8e4m3fn" else np.float32
@@ -257,6 +258,8 @@ def test_others_stay_on_the_general_lowering(what: str, monkeypatch: pytest.Monk
         shape, window, strides, padding = (2, 16, 9, 11), (1, 1, 3, 3), (1, 1, 2, 2), CASES[0][3][::2] * 2
     elif what == "narrow minor":
         shape = shape[:-1] + (5,)
+    elif what == "81 cells":  # more than MAX_UNROLLED_CELLS: not unrolled
+        window, strides, padding = (1, 9, 9, 1), (1, 1, 1, 1), ((0, 0), (4, 4), (4, 4), (0, 0))
     x = _values(shape, np.float32, 9, True).astype(dtype)
     source = _values(_source_shape(shape, window, strides, padding), np.float32, 10, False).astype(dtype)
     if what == "gt totalorder":
