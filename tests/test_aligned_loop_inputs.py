@@ -84,3 +84,47 @@ def test_every_alignment_gives_the_same_bits(dtype: np.dtype) -> None:
     np.testing.assert_allclose(results[0], expected, rtol=1e-5, atol=1e-5)
     # The inputs are left as they were (the copy is ours).
     np.testing.assert_array_equal(w, w.copy())
+
+
+
+# A while loop reading %src whole every iteration and writing %w (a generic's init), and
+# a transpose (which lists no input/init operand segments: taken as a write) of %t.
+WRITTEN = """
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @main(%w: memref<64x64xf32>, %src: memref<64x64xf32>, %n: memref<i32>,
+                %t: memref<64x64xf32>, %out: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %r = scf.while (%i = %c0) : (i32) -> i32 {
+    %limit = memref.load %n[] : memref<i32>
+    %go = arith.cmpi slt, %i, %limit : i32
+    scf.condition(%go) %i : i32
+  } do {
+  ^bb0(%j: i32):
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%src : memref<64x64xf32>) outs(%w : memref<64x64xf32>) {
+    ^bb1(%a: f32, %b: f32):
+      linalg.yield %a : f32
+    }
+    linalg.transpose ins(%t : memref<64x64xf32>) outs(%out : memref<64x64xf32>) permutation = [1, 0]
+    %next = arith.addi %j, %c1 : i32
+    scf.yield %next : i32
+  }
+  return
+}
+"""
+
+
+def test_a_parameter_the_function_writes_is_not_copied() -> None:
+    from mlir import ir
+
+    from xlamlir.lowering.passes.aligned_loop_inputs import aligned_loop_inputs
+
+    with ir.Context():
+        module = ir.Module.parse(WRITTEN)
+        aligned_loop_inputs(module.operation, None)
+        module.operation.verify()
+        text = str(module)
+    assert "extract_aligned_pointer_as_index %arg1" in text  # %src
+    for written in ("%arg0", "%arg3", "%arg4"):  # %w, %t (the transpose), %out
+        assert f"extract_aligned_pointer_as_index {written}" not in text

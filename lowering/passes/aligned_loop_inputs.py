@@ -37,8 +37,9 @@ def _bytes(t: ir.MemRefType) -> int:
 
 
 def _only_read(value: ir.Value) -> bool:
-    """Whether every use of `value` (and of its views) reads it: linalg inputs, loads,
-    transfer reads, copy sources. Anything else (an output, a store, a call) may write."""
+    """Whether every use of `value` (and of its views) reads it: linalg inputs (of ops
+    that say which operands are inputs), loads, transfer reads, copy sources. Anything
+    else (an init, a store, a call, an op of fixed operands) may write."""
     for use in value.uses:
         owner = use.owner
         name = owner.name
@@ -50,22 +51,13 @@ def _only_read(value: ir.Value) -> bool:
         elif name == "memref.copy":
             if use.operand_number != 0:
                 return False
-        elif name.startswith("linalg."):
-            n_inputs = len(owner.operands) - len(_outputs(owner))
-            if use.operand_number >= n_inputs:
+        elif name.startswith("linalg.") and "operandSegmentSizes" in owner.attributes:
+            inputs = list(ir.DenseI32ArrayAttr(owner.attributes["operandSegmentSizes"]))[0]
+            if use.operand_number >= inputs:  # an init: written
                 return False
         else:
             return False
     return True
-
-
-def _outputs(op: Any) -> list[ir.Value]:
-    """A linalg op's init operands (on buffers it has no results to count them by)."""
-    segments = op.attributes["operandSegmentSizes"] if "operandSegmentSizes" in op.attributes else None
-    if segments is None:
-        return []
-    sizes = list(ir.DenseI32ArrayAttr(segments))
-    return list(op.operands)[sizes[0]:sizes[0] + sizes[1]]
 
 
 def _read_whole_inside(value: ir.Value, loop: Any) -> list[Any] | None:
