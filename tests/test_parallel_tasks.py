@@ -42,8 +42,17 @@ def matmul(n: int) -> xm.XlaComputation:
     return b.build()
 
 
+def exp_and_row_sums(n: int) -> xm.XlaComputation:
+    """Two large ops, each split across cores (softmax is one loop over rows since
+    lowering/passes/row_softmax.py)."""
+    b = xm.XlaBuilder("exp_and_row_sums")
+    x = b.parameter(0, xm.Shape.array(F32, (n, n)))
+    sums = b.reduce(x, b.constant(np.float32(0)), lambda a, v: a + v, [1])
+    return b.build(b.tuple([b.exp(x), sums]))
+
+
 def test_large_ops_run_as_tasks_without_coroutines() -> None:
-    exe = xm.compile(softmax(512))
+    exe = xm.compile(exp_and_row_sums(512))
     loops, llvm = exe.stages["loops"], exe.stages["llvm"]
     # Each split loop became a call to its dispatcher, its body a function of its own.
     assert "scf.parallel" not in loops and "async." not in loops
