@@ -204,3 +204,15 @@ def test_attention_same_bits_as_the_generics() -> None:
     assert nan.any()
     np.testing.assert_array_equal(np.isnan(got), nan)
     np.testing.assert_array_equal(got[~nan].view(np.uint32), old[~nan].view(np.uint32))
+
+
+def test_jax_softmax_takes_the_row_loop() -> None:
+    jax = pytest.importorskip("jax")
+    x = edge_rows((256, 512), 12)
+    plain = lambda v: jax.nn.softmax(v, axis=-1)  # noqa: E731
+    scaled = lambda v: jax.nn.softmax(v * np.float32(0.125), axis=-1)  # noqa: E731
+    for fn in (plain, scaled):
+        exe = xm.compile(xm.jit(fn).lower(x))
+        fused = exe.stages["fused"]
+        assert "linalg.generic" not in fused and fused.count("math.exp") == 1
+        np.testing.assert_allclose(exe(x), np.asarray(fn(x)), rtol=2e-6, atol=1e-7, equal_nan=True)
