@@ -135,3 +135,17 @@ def test_convolution_same_bits_on_every_target() -> None:
     results = [xm.compile(comp, target_cpu=t)(x, w) for t in ("x86-64-v2", "x86-64-v3", "x86-64-v4")]
     for got in results[1:]:
         np.testing.assert_array_equal(got.view(np.uint32), results[0].view(np.uint32))
+
+
+def test_avx512_blocks_span_1024_deep() -> None:
+    """The AVX-512 tiles' cache blocks are 1024 deep (8 panels): a 1024-deep product is one
+    block and starts from zero; 2048 deep is two blocks and keeps the fill."""
+    p = schedules.Params.for_target("x86-64-v4")
+    assert (p.mr, p.nr, p.nc, p.kc) == (8, 32, 8, 1024)
+    assert schedules.Params.for_target("x86-64-v3").kc == 256
+    for k, one_block in ((1024, True), (2048, False)):
+        exe = xm.compile(_matmul(40, k, 64), target_cpu="x86-64-v4")
+        tiled = exe.stages["tiled"]
+        assert _accumulators_from_zero(tiled, p) == one_block and (ZERO_FILL in tiled) != one_block
+        x, y = _ints((40, k), 10), _ints((k, 64), 11)
+        np.testing.assert_array_equal(exe(x, y), x.astype(np.float64) @ y.astype(np.float64))
