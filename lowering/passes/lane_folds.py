@@ -86,10 +86,12 @@ def _index(value: int) -> ir.Value:
 
 def _transposed(rows: list[ir.Value]) -> list[ir.Value]:
     """The 16 x 16 transpose of `rows` by 4 rounds of two-vector shuffles: round b swaps,
-    in every pair of rows (i, i + b), the off-diagonal b x b blocks."""
+    in every pair of rows (i, i + b), the off-diagonal b x b blocks. The rounds commute;
+    element pairs first (b = 1, 2, 4, 8) cost LLVM 10-30 ms less to compile per program
+    than the other order (an RNN step's two products), for the same code speed."""
     t = len(rows)
-    b = t // 2
-    while b >= 1:
+    b = 1
+    while b < t:
         low = [g * 2 * b + k + half for g in range(t // (2 * b)) for half in (0, t) for k in range(b)]
         high = [m + b for m in low]
         new = list(rows)
@@ -97,7 +99,7 @@ def _transposed(rows: list[ir.Value]) -> list[ir.Value]:
             if (i // b) % 2 == 0:
                 new[i] = vector.shuffle(rows[i], rows[i + b], low)
                 new[i + b] = vector.shuffle(rows[i], rows[i + b], high)
-        rows, b = new, b // 2
+        rows, b = new, b * 2
     return rows
 
 
