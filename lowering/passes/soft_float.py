@@ -374,7 +374,51 @@ def expand_narrow_floats(module_op: Any, pass_: Any) -> None:
     _expand(module_op, narrow_only=True)
 
 
+# Type text that any f16, bf16 or narrow float (f8E5M2, f4E2M1FN...) prints with, also as
+# the element of a vector, tensor or memref, or inside a function type.
+_SMALL_FLOAT_TEXT = ("f16", "f8E", "f4E")
+
+
+def _has_small_float(module_op: Any) -> bool:
+    """False only if no value of the module has a type holding f16, bf16 or a narrow float.
+
+    Most programs have none, and the rewrite's inspection of every arith/math op's values
+    costs a few ms per pass (Python objects per value and type, `_kind`'s isinstance and
+    text): this takes each op's result types as one list and each distinct type's text
+    once. A value is an op result or a block argument; a block argument's type is a
+    function's input (in the `function_type` of the module's functions) or mirrors the
+    types of its op's operands or results (loop-carried values, linalg's elements; loop
+    induction variables are of index type)."""
+    verdicts: dict[Any, bool] = {}
+
+    def small(t: Any) -> bool:
+        verdict = verdicts.get(t)
+        if verdict is None:
+            text = str(t)
+            verdict = verdicts[t] = any(name in text for name in _SMALL_FLOAT_TEXT)
+        return verdict
+
+    for op in module_op.regions[0].blocks[0].operations:
+        attributes = op.operation.attributes
+        if "function_type" in attributes and small(attributes["function_type"]):
+            return True
+    found = False
+
+    def visit(op: Any) -> ir.WalkResult:
+        nonlocal found
+        for t in op.results.types:
+            if small(t):
+                found = True
+                return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    return found
+
+
 def _expand(module_op: Any, narrow_only: bool) -> None:
+    if not _has_small_float(module_op):
+        return
     narrow_ops: list[Any] = []
 
     def visit_narrow(op: Any) -> ir.WalkResult:
