@@ -242,12 +242,14 @@ def test_parallel_radix_ir() -> None:
     # key bits). A forall counts per stream (and the NaNs); a second scatters the keys,
     # computed from the input, by the top digit; a forall of 16 groups of buckets on
     # tensors sorts each bucket by its 3 lower 7-bit digits (a table of 128 counts per
-    # digit and group) and writes its slice of the result; then the NaNs go back in order.
+    # digit and group), or 2 of 11 bits for large buckets, and writes its slice of the
+    # result; then the NaNs go back in order.
     b = xm.XlaBuilder("ir")
     b.sort(b.parameter(0, shape(np.float32, (1 << 20,))))
     check_ir(stage_text(b.build(), "linalg"), """
         CHECK: memref.alloc() : memref<16x2048xi32>
         CHECK: memref.alloc() : memref<16x3x128xi32>
+        CHECK: memref.alloc() : memref<16x2x2048xi32>
         CHECK: scf.forall (%{{.*}}) in (4) {
         CHECK-NOT: memref<1048576xi32>
         CHECK: memref.store {{.*}} : memref<4xindex>
