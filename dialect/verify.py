@@ -13,18 +13,18 @@ from typing import Any
 
 from mlir import ir
 
+from . import python_module  # noqa: F401  (the bindings' module for xhlo ops: no import per op)
 from .attributes import OPERAND_SEGMENTS, attribute_values, needs_segment_sizes, operand_groups
 from .entry_layouts import LAYOUT_ATTR, with_entry_layouts
 from .errors import CompileError, ShapeError, XlaError
-from .mlir_types import shape_from_mlir_type_text
 from .registry import DIALECT, ENTRY, REGISTRY, OpDef
 from .shape import Shape
+from .type_shapes import shape_of_type
 
 __all__ = ["LAYOUT_ATTR", "program_shape_of", "verify_module", "verify_op"]
 
 
-def _shape(t: ir.Type) -> Shape:
-    return shape_from_mlir_type_text(str(t))
+_shape = shape_of_type
 
 
 def verify_op(op: ir.Operation, shape_rule: bool = True) -> None:
