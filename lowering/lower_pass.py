@@ -47,12 +47,17 @@ def lower_xhlo(op: Any, pass_: Any) -> None:
                   dynamic)
     config = GreedyRewriteConfig()
     config.max_iterations = 64
-    set_current_library(ComputationLibrary(op))
     # Sub-computations are emitted from the library where they are used (as scalar
-    # code, or copied back for tensor-level uses), so the originals go.
+    # code, or copied back for tensor-level uses), so the originals go. The library copies
+    # them as text: moved to a module of their own first, `main` (with its constants,
+    # possibly megabytes) is not printed and parsed again for nothing.
+    with op.context, ir.Location.unknown():
+        computations = ir.Module.create()
     for f in list(op.regions[0].blocks[0].operations):
         if f.operation.name == "func.func" and f.operation != entry.operation:
-            f.operation.erase()
+            computations.body.append(f.operation)
+    set_current_library(ComputationLibrary(computations.operation))
+    del computations  # the library holds its own copy
     try:
         apply_patterns_and_fold_greedily(op, pattern_set(op.context), config)
     finally:

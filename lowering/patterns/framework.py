@@ -18,10 +18,11 @@ from mlir import ir
 from mlir.rewrite import PatternRewriter, RewritePatternSet
 
 from ...dialect.attributes import attribute_values, operand_groups
+from ...dialect.context import context_cache
 from ...dialect.element_types import PrimitiveType
-from ...dialect.mlir_types import shape_from_mlir_type_text
 from ...dialect.registry import REGISTRY, OpDef, lookup
 from ...dialect.shape import Shape
+from ...dialect.type_shapes import shape_of_type_text
 
 NO_MATCH = True  # a truthy return from a pattern callback means "did not apply"
 ERASED = object()  # returned by a lowering that erased its op itself
@@ -89,7 +90,7 @@ def to_signless(value: ir.Value) -> ir.Value:
 
 def shape_of(value_or_type: ir.Value | ir.Type) -> Shape:
     t = value_or_type.type if isinstance(value_or_type, ir.Value) else value_or_type
-    return shape_from_mlir_type_text(str(t))
+    return shape_of_type_text(str(t))
 
 
 
@@ -157,12 +158,22 @@ def missing_lowerings() -> list[str]:
 
 
 def pattern_set(context: ir.Context) -> Any:
-    """Frozen patterns lowering every registry op; fails if an op has no lowering."""
+    """Frozen patterns lowering every registry op; fails if an op has no lowering.
+
+    Kept with the thread's reusable context (the patterns hold no state): making the set
+    of about a hundred patterns costs more than lowering a small program."""
     missing = missing_lowerings()
     if missing:
         raise RuntimeError(f"ops without a lowering: {', '.join(missing)}")
-    patterns = RewritePatternSet(context)
-    for name, fn in LOWERINGS.items():
-        patterns.add(lookup(name).full_name, _make_pattern(lookup(name), fn))
-    return patterns.freeze()
+    cache = context_cache(context)
+    key = ("lowering patterns", tuple(LOWERINGS.items()))
+    frozen = cache.get(key) if cache is not None else None
+    if frozen is None:
+        patterns = RewritePatternSet(context)
+        for name, fn in LOWERINGS.items():
+            patterns.add(lookup(name).full_name, _make_pattern(lookup(name), fn))
+        frozen = patterns.freeze()
+        if cache is not None:
+            cache[key] = frozen
+    return frozen
 
