@@ -238,7 +238,7 @@ def test_sequential_pipeline_same_bits() -> None:
 
 
 def test_parallel_radix_ir() -> None:
-    # 2**20 f32: 4 chunks of 2**18, 4 streams each (16 rows of 2048 counts: the top 11
+    # 2**20 f32: 4 chunks of 2**18, 2 streams each (8 rows of 2048 counts: the top 11
     # key bits). A forall counts per stream (and the NaNs); a second scatters the keys,
     # computed from the input, by the top digit; a forall of 16 groups of buckets on
     # tensors sorts each bucket by its 3 lower 7-bit digits (a table of 128 counts per
@@ -247,7 +247,7 @@ def test_parallel_radix_ir() -> None:
     b = xm.XlaBuilder("ir")
     b.sort(b.parameter(0, shape(np.float32, (1 << 20,))))
     check_ir(stage_text(b.build(), "linalg"), """
-        CHECK: memref.alloc() : memref<16x2048xi32>
+        CHECK: memref.alloc() : memref<8x2048xi32>
         CHECK: memref.alloc() : memref<16x3x128xi32>
         CHECK: memref.alloc() : memref<16x2x2048xi32>
         CHECK: scf.forall (%{{.*}}) in (4) {

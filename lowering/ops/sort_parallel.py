@@ -73,7 +73,7 @@ LOW_DIGIT = 7
 WIDE_DIGIT = 11
 WIDE_MIN = 1 << 13
 # Interleaved streams per chunk in the counting and the scatter (see `streams`).
-STREAMS = 4
+STREAMS = 2
 # Groups of buckets, the parallel iterations of the bucket sorts: several per core, so
 # that uneven groups (one bucket may hold most of the row) still spread.
 GROUPS = 16
