@@ -10,7 +10,7 @@ runtime/disk_cache.py), named by a hash of the source, the Python ABI, numpy's v
 the compiler command, so a later process only imports it; with the cache off it goes into a
 temporary directory, compiled once per process. Without a compiler or headers, or with
 `XLAMLIR_FASTCALL=off`, every call takes the ctypes path. Imports `runtime.fastcall_source`
-and `runtime.disk_cache` (lazily).
+and `runtime.disk_cache`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .disk_cache import cache_dir
 from .fastcall_source import SOURCE
 
 ENV = "XLAMLIR_FASTCALL"
@@ -86,8 +87,6 @@ def _build_key(source: bytes, compiler: list[str]) -> str:
 def _cache_directory(compiler: list[str]) -> Path | None:
     """The cache's `fastcall/` folder, if the cache is on and the module is there or can be
     built there (a read-only cache still serves a module built before)."""
-    from .disk_cache import cache_dir
-
     base = cache_dir()
     if base is None:
         return None
