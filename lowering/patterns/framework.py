@@ -162,13 +162,13 @@ def pattern_set(context: ir.Context) -> Any:
 
     Kept with the thread's reusable context (the patterns hold no state): making the set
     of about a hundred patterns costs more than lowering a small program."""
-    missing = missing_lowerings()
-    if missing:
-        raise RuntimeError(f"ops without a lowering: {', '.join(missing)}")
     cache = context_cache(context)
-    key = ("lowering patterns", tuple(LOWERINGS.items()))
+    key = ("lowering patterns", len(REGISTRY), tuple(LOWERINGS.items()))
     frozen = cache.get(key) if cache is not None else None
     if frozen is None:
+        missing = missing_lowerings()
+        if missing:
+            raise RuntimeError(f"ops without a lowering: {', '.join(missing)}")
         patterns = RewritePatternSet(context)
         for name, fn in LOWERINGS.items():
             patterns.add(lookup(name).full_name, _make_pattern(lookup(name), fn))
