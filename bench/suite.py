@@ -9,7 +9,8 @@ cold compile (in-process cache cleared), `jax comp` JAX's `jit(f).lower(*args).c
 `c ratio` ours / JAX's, `warm` our compile of the same programs in a second process
 when the persistent compile cache ($XLAMLIR_CACHE_DIR, runtime/disk_cache.py) exists: a
 disk-cache hit (else '-'). The run uses a fresh cache directory, so `compile` includes
-storing the entry and never hits one left by an earlier run. Writes `bench/results.json`.
+storing the entry and never hits one left by an earlier run. Writes `bench/results.json` (with a filter:
+`bench/results-only.json`).
 
     python bench/suite.py [--quick] [--only NAME ...] [name-substring ...]
 
@@ -314,7 +315,8 @@ def _run(opts: argparse.Namespace, filters: list[str], cache_dir: str | None) ->
         print("(JAX not importable: install the `bench` extra for the JAX columns)")
     if cache_dir is None:
         print(f"(no persistent compile cache ({CACHE_ENV}) in runtime/, or it is off: warm column '-')")
-    out = RESULTS
+    # A partial run (--only) must not replace the last full run's table.
+    out = RESULTS if not filters else RESULTS.with_name("results-only.json")
     out.write_text(json.dumps({"cpu_count": os.cpu_count(), "quick": opts.quick,
                                "jax": jax.__version__ if jax else None,
                                "median_compile_s": median_compile, "workloads": rows,

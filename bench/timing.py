@@ -70,9 +70,14 @@ def compile_ours(*computations: xm.XlaComputation) -> tuple[list[Any], float]:
     return exes, seconds
 
 
+#: Seconds every timed block waits before it starts (see median_time).
+SETTLE_S = 0.3
+
+
 def best_of(fn: Callable[[], object], repeats: int, inner: int) -> float:
     """Median over `repeats` of the mean time of `inner` calls, in seconds."""
     samples = []
+    time.sleep(SETTLE_S)
     for _ in range(rounds(repeats)):
         start = time.perf_counter()
         for _ in range(inner):
@@ -82,7 +87,11 @@ def best_of(fn: Callable[[], object], repeats: int, inner: int) -> float:
 
 
 def median_time(fn: Callable[[], object], repeats: int) -> float:
-    """Median wall time of `repeats` calls of `fn`, in seconds, after one warm-up call."""
+    """Median wall time of `repeats` calls of `fn`, in seconds, after one warm-up call.
+
+    A pause comes first: OpenBLAS's threads spin ~100 ms after a call (numpy's reference
+    checks, numpy's own block), holding a core the next block would use."""
+    time.sleep(SETTLE_S)
     fn()
     samples = []
     for _ in range(rounds(repeats)):
