@@ -13,7 +13,8 @@ temporary name, fsynced and renamed into place, so a reader sees a whole entry o
 one that does not check out (truncated, garbled, another key) is deleted and the program
 compiled and written again. A compile hands the link and the write to a background
 thread and returns (runtime/cache_writer.py): `flush()` waits for them, the process
-does before it exits, and a load of a key being written waits for it.
+does before it exits, and a load of a key being written waits for it. The folder
+`fastcall/` holds the C call path's built module (runtime/fastcall.py); `clear()` removes it.
 
 The key hashes everything the machine code depends on: the module text, the pipeline
 (textual passes by their text, the library's own Python passes by module:qualname), the
@@ -58,6 +59,8 @@ _RECOMPILE_ENV = ("XLAMLIR_DUMP_PASSES", "XLAMLIR_PASS_TIMING", "XLAMLIR_STAGE_L
 _MAGIC = b"xlamlir-cache\0\0\0"
 _HEADER = struct.Struct("<16sII32s")  # magic, format, metadata length, SHA-256 of the rest
 _STALE_S = 3600  # a temporary file this old was left by a process that died
+#: Where runtime/fastcall.py builds its module, one file per source/Python/numpy/compiler.
+FASTCALL_FOLDER = "fastcall"
 _PACKAGE = __name__.split(".")[0]
 _ROOT = Path(__file__).resolve().parents[1]
 
@@ -470,7 +473,8 @@ def flush() -> None:
 
 
 def clear(directory: str | None = None) -> int:
-    """Delete every entry of the cache directory (default: $XLAMLIR_CACHE_DIR's); how many."""
+    """Delete every entry of the cache directory (default: $XLAMLIR_CACHE_DIR's) and the
+    C call path's built module; how many entries."""
     cache_writer.flush()  # entries still being written are entries too
     directory = directory or cache_dir()
     if directory is None or not os.path.isdir(directory):
@@ -480,4 +484,27 @@ def clear(directory: str | None = None) -> int:
         if item.name.endswith(SUFFIX):
             _remove(item.path)
             removed += 1
+    _clear_fastcall(os.path.join(directory, FASTCALL_FOLDER))
     return removed
+
+
+def _clear_fastcall(folder: str) -> None:
+    """Remove the C call path's built modules and their folder: nothing else deletes the
+    old builds (~30 KB each). A process that loaded one keeps it (the file stays mapped);
+    another process's build under way keeps its temporary files, and so the folder."""
+    try:
+        scan = list(os.scandir(folder))
+    except OSError:
+        return
+    now = time.time()
+    for item in scan:
+        try:
+            stale = now - item.stat(follow_symlinks=False).st_mtime > _STALE_S
+        except OSError:
+            continue
+        if item.name.startswith("_fastcall-") or (item.name.startswith(".tmp-") and stale):
+            _remove(item.path)
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass

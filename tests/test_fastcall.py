@@ -390,3 +390,27 @@ def test_an_executable_loaded_from_the_disk_cache(monkeypatch: pytest.MonkeyPatc
         assert outcome(lambda: fast(exe, x, 7)) == outcome(lambda: exe._call_ctypes((x, 7)))
     finally:
         clear_cache()
+
+
+def test_clear_removes_the_built_module_a_loaded_one_keeps_working(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from xlamlir.runtime import disk_cache
+
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(fastcall, "_state", {})  # built again, into tmp_path/fastcall
+    b = xm.XlaBuilder("fast_after_clear")
+    b.tanh(b.parameter(0, S("f32[7]")))
+    exe = compile_fast(b.build())
+    folder = tmp_path / "fastcall"
+    assert [p.name.startswith("_fastcall-") for p in folder.iterdir()] == [True]
+    # Another process's build under way: its temporary file keeps the folder.
+    building = folder / ".tmp-build.so"
+    building.write_bytes(b"")
+    disk_cache.clear()
+    assert [p.name for p in folder.iterdir()] == [building.name]
+    os.utime(building, (0, 0))  # left by a process that died
+    disk_cache.clear()
+    assert not folder.exists()
+    x = np.linspace(-3, 3, 7, dtype=np.float32)
+    assert fast(exe, x).tobytes() == np.asarray(exe._call_ctypes((x,))).tobytes()
+    assert fast(compile_fast(b.build()), x).tobytes() == fast(exe, x).tobytes()
