@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .disk_cache import cache_dir
+from .disk_cache import FASTCALL_FOLDER, cache_dir
 from .fastcall_source import SOURCE
 
 ENV = "XLAMLIR_FASTCALL"
@@ -90,7 +90,7 @@ def _cache_directory(compiler: list[str]) -> Path | None:
     base = cache_dir()
     if base is None:
         return None
-    directory = Path(base, "fastcall")
+    directory = Path(base, FASTCALL_FOLDER)
     if _target(compiler, directory).is_file():
         return directory
     try:
