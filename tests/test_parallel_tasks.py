@@ -22,7 +22,7 @@ from mlir.runtime import get_ranked_memref_descriptor
 import xlamlir as xm
 from xlamlir.dialect.context import new_context
 from xlamlir.lowering.pipeline import PARALLEL_LOOPS, SEQUENTIAL_LOOPS, Pipeline, run_pass
-from xlamlir.runtime.compiler import load_async_runtime
+from xlamlir.runtime.compiler import clear_cache, load_async_runtime
 
 F32 = xm.F32
 
@@ -69,6 +69,22 @@ def test_large_ops_run_as_tasks_without_coroutines() -> None:
     assert "llvm.func @main_parallel_0_body(%arg0: !llvm.ptr, %arg1: i64, %arg2: i64)" in llvm
     dispatches = len(re.findall(r"call @main_parallel_\d+\(", loops))
     assert llvm.count("llvm.call @xlamlir_parallel_for(") == dispatches
+
+
+def test_shared_functions_parsed_once_are_cloned_into_every_program() -> None:
+    # The second and third compiles clone the shared functions parsed by the first (one
+    # reused context): each program gets its own complete copy, and runs.
+    clear_cache()
+    x = np.random.default_rng(1).standard_normal((1024, 1024), dtype=np.float32)
+    for n in (1024, 1024, 777):
+        clear_cache()
+        exe = xm.compile(softmax(n))
+        llvm = exe.stages["llvm"]
+        assert llvm.count("llvm.func internal @xlamlir_parallel_for(") == 1
+        assert llvm.count("llvm.func @mlirAsyncRuntimeExecute(") == 1
+        a = x[:n, :n]
+        e = np.exp(a - a.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(exe(a), e / e.sum(axis=1, keepdims=True), rtol=1e-5)
 
 
 def test_small_ops_have_no_parallel_loop() -> None:

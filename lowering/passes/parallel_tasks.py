@@ -28,7 +28,7 @@ on a worker. Two passes replace the three:
 
 Iterations are independent (scf.forall semantics), so how they are split into blocks
 changes nothing in the results: they do not depend on the number of worker threads.
-Imports nothing of ours.
+Imports `dialect` (the reused context's cache).
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ from typing import Any
 
 from mlir import ir
 from mlir.dialects import arith, func, llvm, scf
+
+from ...dialect.context import context_cache
 
 #: Marks a dispatcher (func.func, then llvm.func) with the name of its body function.
 BODY_ATTR = "xlamlir.parallel_body"
@@ -207,6 +209,7 @@ _RUNTIME = {
     "mlirAsyncRuntimGetNumWorkerThreads": "() -> i64",  # sic: the runtime's spelling
 }
 _BODY = "!llvm.ptr, (!llvm.ptr, i64, i64) -> ()"  # an indirect call of a body function
+_SHARED_KEY = "parallel_tasks.shared"  # in the context's cache: the parsed _SHARED
 
 
 def _declaration(name: str, signature: str) -> str:
@@ -384,7 +387,6 @@ def parallel_tasks_to_llvm(module_op: Any, pass_: Any) -> None:
         return ir.WalkResult.ADVANCE
 
     module.walk(visit)
-    bodies = []
     for dispatcher in dispatchers:
         name = ir.StringAttr(dispatcher.attributes["sym_name"]).value
         body = ir.FlatSymbolRefAttr(dispatcher.attributes[BODY_ATTR]).value
@@ -394,14 +396,26 @@ def parallel_tasks_to_llvm(module_op: Any, pass_: Any) -> None:
         _read_context(defined[body], types)
         # One copy of the body, called by the shared dispatcher and trampoline.
         defined[body].attributes["no_inline"] = ir.UnitAttr.get()
-        bodies.append(body)
         dispatcher.erase()
-    # The text refers to the runtime and to the bodies: declared for parsing only.
-    declarations = [_declaration(n, s) for n, s in _RUNTIME.items()]
-    declarations += [_declaration(b, "(!llvm.ptr, i64, i64)") for b in bodies]
-    new = ir.Module.parse("\n".join([*declarations, _SHARED]))
-    for op in list(new.body.operations):
-        name = ir.StringAttr(op.attributes["sym_name"]).value
-        if len(op.regions[0].blocks) == 0 and name in defined:
+    shared, ops = _shared_ops(module.context)  # `shared` owns the ops: kept until cloned
+    for op, name, declaration in ops:
+        if declaration and name in defined:
             continue  # defined (or declared) in the module already
-        top.append(op)
+        op.clone(ip=ir.InsertionPoint(top))
+    del shared
+
+
+def _shared_ops(context: ir.Context) -> tuple[ir.Module, list[tuple[Any, str, bool]]]:
+    """The runtime's declarations and the shared functions parsed, once per reused context
+    (~0.4 ms a module), and their (op, symbol, is a declaration), to be cloned into each."""
+    cache = context_cache(context)
+    if cache is not None and _SHARED_KEY in cache:
+        return cache[_SHARED_KEY]
+    # The text calls the bodies only indirectly: the runtime is all it declares.
+    parsed = ir.Module.parse("\n".join([*(_declaration(n, s) for n, s in _RUNTIME.items()), _SHARED]),
+                             context)
+    ops = [(op.operation, ir.StringAttr(op.attributes["sym_name"]).value,
+            len(op.regions[0].blocks) == 0) for op in parsed.body.operations]
+    if cache is not None:
+        cache[_SHARED_KEY] = (parsed, ops)
+    return parsed, ops
