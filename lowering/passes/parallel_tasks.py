@@ -51,12 +51,6 @@ def _op(x: Any) -> Any:
     return x.operation if hasattr(x, "operation") else x
 
 
-def _defining_op(value: ir.Value) -> Any:
-    if isinstance(value, ir.BlockArgument):
-        return _op(value.owner.owner)
-    return _op(value.owner)
-
-
 def _outermost_parallel_loops(root: Any) -> list[Any]:
     found: list[Any] = []
 
@@ -92,26 +86,46 @@ def _public(function: Any) -> bool:
     return "sym_visibility" not in attrs or ir.StringAttr(attrs["sym_visibility"]).value == "public"
 
 
-def _outside_values(loop: Any) -> tuple[list[ir.Value], list[Any]]:
+def _outside_values(loop: Any) -> tuple[list[ir.Value], list[Any], list[tuple[Any, int, ir.Value]]]:
     """(values defined outside `loop` that it reads (its bounds too: the body function
     computes the trip counts), in first-use order; the sinkable ops among their
-    definitions)."""
+    definitions; (op, operand number, value) of each such read inside the loop, i.e.
+    not by the loop op itself)."""
     captured: dict[ir.Value, None] = {}
     sunk: dict[Any, None] = {}
+    reads: list[tuple[Any, int, ir.Value]] = []
+    # Whether a block is nested in the loop, per block: the loop's few blocks hold all the
+    # values it defines, so most operands are decided by one lookup, not a parent chain.
+    inside: dict[ir.Block, bool] = {}
+
+    at_loop = True  # the pre-order walk visits the loop itself first
 
     def visit(op: Any) -> ir.WalkResult:
-        for value in op.operands:
-            owner = _defining_op(value)
-            if owner == loop or _strictly_inside(owner, loop):
+        nonlocal at_loop
+        nested, at_loop = not at_loop, False
+        for k, value in enumerate(op.operands):
+            owner = value.owner
+            if isinstance(owner, ir.Block):
+                block, defining = owner, None
+            else:
+                defining = owner.operation
+                block = defining.block
+            verdict = inside.get(block)
+            if verdict is None:
+                parent = _op(block.owner)
+                verdict = inside[block] = parent == loop or _strictly_inside(parent, loop)
+            if verdict:
                 continue
-            if owner.name in _SINKABLE and len(owner.operands) == 0:
-                sunk[owner] = None
+            if nested:
+                reads.append((op, k, value))
+            if defining is not None and defining.name in _SINKABLE and len(defining.operands) == 0:
+                sunk[defining] = None
             else:
                 captured[value] = None
         return ir.WalkResult.ADVANCE
 
     loop.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return list(captured), list(sunk)
+    return list(captured), list(sunk), reads
 
 
 def _strictly_inside(op: Any, loop: Any) -> bool:
@@ -135,7 +149,7 @@ def _outline(function: Any, loop: Any, name: str) -> None:
     body = loop.regions[0].blocks[0]
     rank = len(body.arguments)
     lbs, ubs, steps = (list(loop.operands)[k * rank:(k + 1) * rank] for k in range(3))
-    captured, sunk = _outside_values(loop)
+    captured, sunk, reads = _outside_values(loop)
     types = [v.type for v in captured]
     with loop.location:
         # The body function: first, last, then the captured values.
@@ -168,10 +182,8 @@ def _outline(function: Any, loop: Any, name: str) -> None:
                 yield_ = scf.YieldOp([])
             func.ReturnOp([])
         # Uses of captured values and sunk constants in the loop: the body function's.
-        for value, local_value in mapping.items():
-            for owner, k in [(_op(u.owner), u.operand_number) for u in value.uses]:
-                if _strictly_inside(owner, loop):
-                    owner.operands[k] = local_value
+        for owner, k, value in reads:
+            owner.operands[k] = mapping[value]
         for arg, iv in zip(body.arguments, ivs):
             arg.replace_all_uses_with(iv)
         for op in list(body.operations)[:-1]:  # all but the scf.reduce terminator
