@@ -1043,3 +1043,35 @@ def test_compile_in_a_forked_child() -> None:
             os._exit(0 if "ok" in locals() and ok else 3)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, f"child: {os.waitstatus_to_exitcode(status)}"
+
+
+def test_long_row_skewed_buckets() -> None:
+    """One compiled long-row sort on rows whose keys all fall in one bucket (all equal, all
+    NaN, -0.0 and +0.0 only), half in one bucket, a tiny range, sorted and reversed."""
+    n = LONG_ROW + 5
+    rng = np.random.default_rng(7)
+    normal = rng.standard_normal(n).astype(np.float32)
+    rows = [np.full(n, 3.0, np.float32), np.full(n, np.nan, np.float32),
+            np.where(rng.random(n) < 0.5, np.float32(-0.0), np.float32(0.0)),
+            np.where(rng.random(n) < 0.5, np.float32(1.0), normal),
+            (1 + rng.integers(0, 4, n) * np.finfo(np.float32).eps).astype(np.float32),
+            np.sort(normal), np.sort(normal)[::-1].copy()]
+    b = xm.XlaBuilder("sort_skewed")
+    b.sort(b.parameter(0, shape(np.float32, (n,))))
+    exe = xm.compile(b.build())
+    for x in rows:
+        canonical = np.where(np.isnan(x), np.float32(np.nan), x)
+        assert_same_bits(exe(x), x[np.argsort(_total_key(canonical), kind="stable")])
+
+
+@pytest.mark.parametrize("k", [1023, 1024, 1025, 2048])
+def test_matmul_depths_around_one_cache_block(k: int) -> None:
+    """Depths around the AVX-512 tiles' 1024-deep cache block (one block: accumulators from
+    zero in registers; two blocks: the fill kept): exact sums, on every target."""
+    rng = np.random.default_rng(k)
+    a = rng.integers(-2, 3, (67, k)).astype(np.float32)
+    w = rng.integers(-2, 3, (k, 50)).astype(np.float32)
+    b = xm.XlaBuilder("deep")
+    b.dot(b.parameter(0, shape(np.float32, a.shape)), b.parameter(1, shape(np.float32, w.shape)))
+    got = on_every_target(b.build(), a, w)
+    assert_same_bits(got, (a.astype(np.float64) @ w.astype(np.float64)).astype(np.float32))
