@@ -324,8 +324,8 @@ llvm.func internal @{PARALLEL_FOR}(%fn: !llvm.ptr, %ctx: !llvm.ptr, %total: i64)
 """
 
 
-def _context(types: list[str]) -> str:
-    return f"!llvm.struct<({', '.join(types)})>" if types else "!llvm.struct<(i64)>"
+def _context(types: list[ir.Type]) -> ir.Type:
+    return llvm.StructType.get_literal(types or [ir.IntegerType.get_signless(64)])
 
 
 def _field_alignment(t: ir.Type) -> int | None:
@@ -333,16 +333,15 @@ def _field_alignment(t: ir.Type) -> int | None:
     caller's stack, but a vector's ABI alignment is its size (64 bytes for vector<16xf32>):
     with the default, LLVM loads it with an aligned move (vmovaps zmm), which faults on a
     16-byte aligned slot. Vectors are accessed unaligned; scalars and descriptors need <= 16."""
-    return 1 if str(t).startswith("vector<") else None
+    return 1 if t.typeid == ir.VectorType.static_typeid else None
 
 
-def _dispatch_at(call: Any, body: str, types: list[ir.Type]) -> None:
+def _dispatch_at(call: Any, body: str, context: ir.Type, alignments: list[int | None]) -> None:
     """The call of a loop's dispatcher replaced by its values stored into a context (on
     the caller's stack: allocated in its entry block, once however often the loop runs)
     and a call of the shared dispatcher. Inline: a dispatcher function would get a
     packed wrapper from the ExecutionEngine unpacking all its values (~100 instructions)."""
-    ptr, i64 = ir.Type.parse("!llvm.ptr"), ir.IntegerType.get_signless(64)
-    context = ir.Type.parse(_context([str(t) for t in types]))
+    ptr, i64 = llvm.PointerType.get(), ir.IntegerType.get_signless(64)
     caller = call.parent
     while caller.name != "llvm.func":
         caller = caller.parent
@@ -353,28 +352,28 @@ def _dispatch_at(call: Any, body: str, types: list[ir.Type]) -> None:
             ctx = llvm.alloca(ptr, one, context, alignment=16)
         with ir.InsertionPoint(call):
             total, *values = list(call.operands)
-            for k, value in enumerate(values):
+            for k, (value, alignment) in enumerate(zip(values, alignments)):
                 llvm.store(value, llvm.getelementptr(ptr, ctx, [], [0, k], context, 0),
-                           alignment=_field_alignment(value.type))
+                           alignment=alignment)
             fn = llvm.AddressOfOp(ptr, ir.FlatSymbolRefAttr.get(body)).result
             llvm.CallOp(None, [fn, ctx, total], [], [], callee=ir.FlatSymbolRefAttr.get(PARALLEL_FOR))
     call.erase()
 
 
-def _read_context(body_fn: Any, types: list[ir.Type]) -> None:
+def _read_context(body_fn: Any, types: list[ir.Type], context: ir.Type,
+                  alignments: list[int | None]) -> None:
     """`body_fn(first, last, values...)` becomes `body_fn(context, first, last)`: a new
     entry block loads the values from the context and branches to the old one."""
-    ptr, i64 = ir.Type.parse("!llvm.ptr"), ir.IntegerType.get_signless(64)
+    ptr, i64 = llvm.PointerType.get(), ir.IntegerType.get_signless(64)
     old = body_fn.regions[0].blocks[0]
     location = body_fn.location
     entry = old.create_before(ptr, i64, i64, arg_locs=[location] * 3)
-    context = ir.Type.parse(_context([str(t) for t in types]))
     with ir.InsertionPoint(entry), location:
         ctx, first, last = entry.arguments
         values = []
-        for k, t in enumerate(types):
+        for k, (t, alignment) in enumerate(zip(types, alignments)):
             address = llvm.getelementptr(ptr, ctx, [], [0, k], context, 0)
-            values.append(llvm.load(t, address, alignment=_field_alignment(t)))
+            values.append(llvm.load(t, address, alignment=alignment))
         llvm.br([first, last, *values], old)
     body_fn.attributes["function_type"] = ir.TypeAttr.get(ir.Type.parse("!llvm.func<void (ptr, i64, i64)>"))
     if "arg_attrs" in body_fn.attributes:
@@ -398,14 +397,18 @@ def parallel_tasks_to_llvm(module_op: Any, pass_: Any) -> None:
             calls.setdefault(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, []).append(op)
         return ir.WalkResult.ADVANCE
 
-    module.walk(visit)
-    for dispatcher in dispatchers:
+    bodies = {ir.FlatSymbolRefAttr(op.attributes[BODY_ATTR]).value: op for op in dispatchers}
+    for op in top.operations:
+        # Bodies (most of the code) call no dispatcher: their loops stay sequential.
+        if "sym_name" not in op.attributes or ir.StringAttr(op.attributes["sym_name"]).value not in bodies:
+            op.walk(visit)
+    for body, dispatcher in bodies.items():
         name = ir.StringAttr(dispatcher.attributes["sym_name"]).value
-        body = ir.FlatSymbolRefAttr(dispatcher.attributes[BODY_ATTR]).value
         types = [a.type for a in list(dispatcher.regions[0].blocks[0].arguments)[1:]]
+        context, alignments = _context(types), [_field_alignment(t) for t in types]
         for call in calls.get(name, []):
-            _dispatch_at(call, body, types)
-        _read_context(defined[body], types)
+            _dispatch_at(call, body, context, alignments)
+        _read_context(defined[body], types, context, alignments)
         # One copy of the body, called by the shared dispatcher and trampoline.
         defined[body].attributes["no_inline"] = ir.UnitAttr.get()
         dispatcher.erase()
