@@ -1075,3 +1075,20 @@ def test_matmul_depths_around_one_cache_block(k: int) -> None:
     b.dot(b.parameter(0, shape(np.float32, a.shape)), b.parameter(1, shape(np.float32, w.shape)))
     got = on_every_target(b.build(), a, w)
     assert_same_bits(got, (a.astype(np.float64) @ w.astype(np.float64)).astype(np.float32))
+
+
+@pytest.mark.parametrize("cols", [48, 256, 1040])
+def test_row_max_nan_follows_the_documented_fold_order(cols: int) -> None:
+    """docs/numerics.md: a reduce max(acc, x) returns the first NaN of its fold order, which
+    for a row of 64 or more (a multiple of 16) is lane by lane (lane j: j, j + 16, ...),
+    lanes 0..15 in turn; shorter rows fold in sequence. Whatever loop computes the rows."""
+    x = np.random.default_rng(cols).standard_normal((3, cols)).astype(np.float32)
+    x[0, 17], x[0, 32] = _nan(0x7FC000A1), _nan(0x7FC000B2)  # lane 1 first, lane 0 later
+    x[1, 33], x[1, 1] = _nan(0x7FC000C3), _nan(0x7FC000D4)  # lane 1 both
+    b = xm.XlaBuilder("row_max")
+    b.reduce(b.parameter(0, shape(np.float32, x.shape)), b.constant(np.float32(-np.inf)),
+             lambda a, v: a.builder.max(a, v), [1])
+    got = on_every_target(b.build(), x).view(np.uint32)
+    lanes = cols >= 64 and cols % 16 == 0
+    assert [hex(v) for v in got[:2]] == ([hex(0x7FC000B2) if lanes else hex(0x7FC000A1),
+                                          hex(0x7FC000D4)])
