@@ -1092,3 +1092,43 @@ def test_row_max_nan_follows_the_documented_fold_order(cols: int) -> None:
     lanes = cols >= 64 and cols % 16 == 0
     assert [hex(v) for v in got[:2]] == ([hex(0x7FC000B2) if lanes else hex(0x7FC000A1),
                                           hex(0x7FC000D4)])
+
+
+def test_threads_share_executables_with_per_call_buffers() -> None:
+    """Six threads call one RNN (its matrix misaligned differently on every call: the
+    aligned copy is per call) and one in-place softmax row loop at once."""
+    n = 64
+    b = xm.XlaBuilder("rnn_w")
+    pw = b.parameter(0, shape(np.float32, (n, n)))
+    ph = b.parameter(1, shape(np.float32, (n,)))
+    out = b.while_(
+        lambda s: s.builder.lt(s.builder.get_tuple_element(s, 0), s.builder.constant(np.int32(6))),
+        lambda s: s.builder.tuple([s.builder.get_tuple_element(s, 0) + np.int32(1),
+                                   s.builder.tanh(s.builder.dot(s.builder.get_tuple_element(s, 2),
+                                                                s.builder.get_tuple_element(s, 1))),
+                                   s.builder.get_tuple_element(s, 2)]),
+        b.tuple([b.constant(np.int32(0)), ph, pw]))
+    rnn = xm.compile(b.build(b.get_tuple_element(out, 1)))
+    softmax = xm.compile(_softmax_variant((300, 128), "temp max logsumexp"))
+    errors: list[tuple[str, int, int]] = []
+
+    def work(k: int) -> None:
+        rng = np.random.default_rng(k)
+        w = (rng.standard_normal((n, n)) * 0.1).astype(np.float32)
+        h = rng.standard_normal(n).astype(np.float32)
+        x = rng.standard_normal((300, 128)).astype(np.float32)
+        want, want_softmax = rnn(w.copy(), h), softmax(x)
+        for i in range(60):
+            if not np.array_equal(rnn(_misaligned(w, (i * 4) % 64), h), want):
+                errors.append(("rnn", k, i))
+                return
+            if i % 10 == 0 and not all(np.array_equal(a, c) for a, c in zip(softmax(x), want_softmax)):
+                errors.append(("softmax", k, i))
+                return
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
