@@ -1132,3 +1132,36 @@ def test_threads_share_executables_with_per_call_buffers() -> None:
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_parallel_loops_capture_values_from_outside() -> None:
+    """Parallel loops (64K elements) inside a while body reading the loop's counter, a
+    scalar state, a reduction made before the loop and a dynamic index (what the outlined
+    bodies must capture), then a row max over the result: the reference's values."""
+    n = 1 << 16
+    b = xm.XlaBuilder("captures")
+    x = b.parameter(0, shape(np.float32, (n,)))
+    s = b.parameter(1, shape(np.float32, ()))
+    k = b.parameter(2, shape(np.int32, ()))
+    total = b.reduce(x, b.constant(np.float32(0)), lambda a, v: a + v, [0])
+
+    def body(st: xm.XlaOp) -> xm.XlaOp:
+        bb = st.builder
+        i, v, sc, tt = (bb.get_tuple_element(st, j) for j in range(4))
+        fi = bb.convert_element_type(i, xm.F32)
+        nv = bb.add(bb.mul(v, bb.broadcast(sc, (n,))), bb.broadcast(bb.add(fi, tt), (n,)))
+        nv = bb.dynamic_update_slice(nv, bb.broadcast(fi, (7,)), [i])
+        return bb.tuple([i + np.int32(1), bb.tanh(nv), bb.mul(sc, bb.constant(np.float32(0.9))),
+                         bb.div(tt, bb.constant(np.float32(n)))])
+
+    out = b.while_(lambda st: st.builder.lt(st.builder.get_tuple_element(st, 0),
+                                            st.builder.constant(np.int32(4))),
+                   body, b.tuple([b.constant(np.int32(0)), x, s, total]))
+    r = b.get_tuple_element(out, 1)
+    square = b.reshape(r, (256, 256))
+    m = b.reduce(square, b.constant(np.float32(-np.inf)), lambda a, v: a.builder.max(a, v), [1])
+    comp = b.build(b.tuple([r, b.sub(square, b.broadcast_in_dim(m, (256, 256), [0])),
+                            b.dynamic_slice(x, [k], [5])]))
+    args = [np.linspace(-1, 1, n, dtype=np.float32), np.float32(0.7), np.int32(n - 3)]
+    for g, w in zip(on_every_target(comp, *args), evaluate(comp, args)):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
