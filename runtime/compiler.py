@@ -27,7 +27,7 @@ from ..dialect.verify import program_shape_of
 from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
 from ..lowering.patterns.boundary import DYNAMIC_STRIDES_ATTR, entry_result_shape, result_leaf_shapes
 from ..lowering.pipeline import Pipeline
-from . import disk_cache
+from . import disk_cache, parallel_runtime
 from .custom_calls import bind_custom_calls
 from .executable import Executable
 from .inspection import compile_stats, dump_compilation
@@ -141,7 +141,11 @@ def _load_from_disk(entry: disk_cache.Entry, text: str, pipeline: Pipeline, num_
     if loaded is None:
         return None
     try:
-        callbacks, feeds = _bind_runtime(loaded.library, loaded.records, num_replicas)
+        records, shared_parallel = parallel_runtime.without_record(loaded.records)
+        callbacks, feeds = _bind_runtime(loaded.library, records, num_replicas)
+        if shared_parallel:
+            loaded.library.register_runtime(parallel_runtime.SYMBOL,
+                                            parallel_runtime.process_dispatcher(JIT_OPT_LEVEL))
         executable = Executable(
             name=name, engine=loaded.library, callbacks=callbacks, feeds=feeds,
             parameter_shapes=loaded.parameter_shapes, result_shape=loaded.result_shape,
@@ -208,6 +212,7 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         # its functions as the pipeline left them (runtime/jit_linkage.py).
         retarget(module, cpu)
         internalize(module)
+        shared_parallel = parallel_runtime.use_process_functions(module)
         lowered = time.perf_counter()
         result_leaves = result_leaf_shapes(result_shape)
         diagnostics: list[str] = []
@@ -239,6 +244,8 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
             handler.detach()
     jitted = time.perf_counter()
     callbacks, feeds = _bind_runtime(engine, custom_records, num_replicas)
+    if shared_parallel:
+        engine.register_runtime(parallel_runtime.SYMBOL, parallel_runtime.process_dispatcher(JIT_OPT_LEVEL))
     bound = time.perf_counter()
     # The JIT generates the machine code lazily, at the first lookup (once the custom
     # calls' symbols are registered): do it here, so that `jit_s` counts it (about half
@@ -259,7 +266,8 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
     executable.target_cpu = cpu
     executable.keeps_object = keep_object
     if entry is not None:
-        entry.store(engine, custom_records, executable)
+        entry.store(engine, [*custom_records, parallel_runtime.RECORD] if shared_parallel
+                    else custom_records, executable)
     return executable
 
 

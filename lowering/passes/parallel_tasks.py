@@ -26,6 +26,10 @@ on a worker. Two passes replace the three:
   and the first version (one dispatcher and one trampoline per loop, each taking all
   the values) was half of softmax's machine code.
 
+The JIT does not compile each module's copy of the shared dispatcher and trampoline: the
+compiler swaps it for one copy per process after the pipeline (`call_shared_functions_at`,
+runtime/parallel_runtime.py); the stages show the program whole.
+
 Iterations are independent (scf.forall semantics), so how they are split into blocks
 changes nothing in the results: they do not depend on the number of worker threads.
 Imports `dialect` (the reused context's cache).
@@ -434,3 +438,38 @@ def _shared_ops(context: ir.Context) -> tuple[ir.Module, list[tuple[Any, str, bo
     if cache is not None:
         cache[_SHARED_KEY] = (parsed, ops)
     return parsed, ops
+
+
+# ---------------------------------------------------------------------------------------
+# The shared functions compiled once per process (runtime/parallel_runtime.py)
+
+def shared_functions_text(address_function: str) -> str:
+    """A module of its own holding the shared functions and `address_function`, which
+    returns the dispatcher's address (the ExecutionEngine looks up packed wrappers only)."""
+    return "\n".join([*(_declaration(n, s) for n, s in _RUNTIME.items()), _SHARED, f"""
+llvm.func @{address_function}() -> !llvm.ptr {{
+  %a = llvm.mlir.addressof @{PARALLEL_FOR} : !llvm.ptr
+  llvm.return %a : !llvm.ptr
+}}"""])
+
+
+def call_shared_functions_at(module: ir.Module, symbol: str) -> bool:
+    """If `module` defines the shared functions (it has parallel loops), remove them and
+    make its calls of the dispatcher call the declared function `symbol` instead (the
+    same functions compiled once per process): whether it did. After the pipeline, so
+    the stages still show the program complete."""
+    top = module.body
+    shared = {}
+    for op in top.operations:
+        if op.operation.name == "llvm.func" and "sym_name" in op.attributes:
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            if name in (PARALLEL_FOR, _TASK) and len(op.regions[0].blocks):
+                shared[name] = op
+    if len(shared) != 2:
+        return False
+    for op in shared.values():
+        op.operation.erase()
+    with module.context, ir.Location.unknown():
+        top.append(ir.Operation.parse(_declaration(symbol, "(!llvm.ptr, !llvm.ptr, i64)")))
+        ir.SymbolTable.replace_all_symbol_uses(PARALLEL_FOR, symbol, module.operation)
+    return True

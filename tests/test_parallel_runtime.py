@@ -1,0 +1,84 @@
+"""The shared functions of parallel loops compiled once per process
+(runtime/parallel_runtime.py): programs call the process's copy, in the JIT and when
+loaded from the disk cache by a fresh process; their stages still show them whole."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xlamlir as xm
+from xlamlir.runtime.compiler import clear_cache
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def softmax(n: int) -> xm.XlaComputation:
+    b = xm.XlaBuilder("softmax")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (n, n)))
+    m = b.reduce(x, b.constant(np.float32(-np.inf)), lambda a, v: a.builder.max(a, v), [1])
+    e = b.exp(b.sub(x, b.broadcast_in_dim(m, (n, n), [0])))
+    s = b.reduce(e, b.constant(np.float32(0)), lambda a, v: a + v, [1])
+    return b.build(b.div(e, b.broadcast_in_dim(s, (n, n), [0])))
+
+
+def reference(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_the_jit_code_calls_the_process_dispatcher(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", "off")
+    monkeypatch.setenv("XLAMLIR_KEEP_OBJECT", "1")
+    clear_cache()
+    exe = xm.compile(softmax(777))
+    # The stage is the program complete; the machine code has no copy of its own.
+    assert exe.stages["llvm"].count("llvm.func internal @xlamlir_parallel_task(") == 1
+    exe.write_object(tmp_path / "softmax.o")
+    code = (tmp_path / "softmax.o").read_bytes()
+    assert b"_mlir_ciface_xlamlir_parallel_for" in code
+    assert b"xlamlir_parallel_task" not in code
+    x = np.random.default_rng(0).standard_normal((777, 777), dtype=np.float32)
+    np.testing.assert_allclose(exe(x), reference(x), rtol=1e-5)
+
+
+def test_sequential_programs_keep_no_reference_to_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", "off")
+    clear_cache()
+    exe = xm.compile(softmax(777), xm.Pipeline.default().sequential())
+    assert "xlamlir_parallel_for" not in exe.stages["llvm"]
+
+
+_CHILD = """
+import json, os, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+import test_parallel_runtime as t
+exe = t.xm.compile(t.softmax(777))
+x = np.random.default_rng(0).standard_normal((777, 777), dtype=np.float32)
+error = float(np.abs(exe(x) - t.reference(x)).max())
+from xlamlir.runtime import cache_writer
+cache_writer.flush()
+print(json.dumps({{"cache": exe.compile_stats.get("disk_cache"), "error": error}}))
+"""
+
+
+def test_a_cached_program_binds_it_in_a_fresh_process(tmp_path: Path) -> None:
+    env = {**__import__("os").environ, "XLAMLIR_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("XLAMLIR_KEEP_OBJECT", None)
+    source = textwrap.dedent(_CHILD.format(tests=str(Path(__file__).parent)))
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", source], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert [r["cache"] for r in runs] == ["miss", "hit"]
+    assert all(r["error"] < 1e-6 for r in runs)
