@@ -20,6 +20,7 @@ from typing import Any
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
+from ..dialect.context import reused_context
 from ..lowering.passes.parallel_tasks import call_shared_functions_at, shared_functions_text
 
 SYMBOL = "xlamlir_parallel_for"
@@ -37,7 +38,9 @@ def process_dispatcher(opt_level: int) -> Any:
     loaded), as a ctypes function for `register_runtime`."""
     with _lock:
         if not _compiled:
-            context = ir.Context()
+            # This thread's reused context: a context of its own would cost several ms and
+            # start a thread pool living as long as the process.
+            context = reused_context()
             with context, ir.Location.unknown():
                 module = ir.Module.parse(shared_functions_text(_ADDRESS_FUNCTION))
                 engine = ExecutionEngine(module, opt_level=opt_level)
