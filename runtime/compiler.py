@@ -141,11 +141,7 @@ def _load_from_disk(entry: disk_cache.Entry, text: str, pipeline: Pipeline, num_
     if loaded is None:
         return None
     try:
-        records, shared_parallel = parallel_runtime.without_record(loaded.records)
-        callbacks, feeds = _bind_runtime(loaded.library, records, num_replicas)
-        if shared_parallel:
-            loaded.library.register_runtime(parallel_runtime.SYMBOL,
-                                            parallel_runtime.process_dispatcher(JIT_OPT_LEVEL))
+        callbacks, feeds = _bind_runtime(loaded.library, loaded.records, num_replicas)
         executable = Executable(
             name=name, engine=loaded.library, callbacks=callbacks, feeds=feeds,
             parameter_shapes=loaded.parameter_shapes, result_shape=loaded.result_shape,
@@ -212,7 +208,7 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         # its functions as the pipeline left them (runtime/jit_linkage.py).
         retarget(module, cpu)
         internalize(module)
-        shared_parallel = parallel_runtime.use_process_functions(module)
+        shared_parallel = parallel_runtime.use_process_functions(module, bool(entry and entry.key))
         lowered = time.perf_counter()
         result_leaves = result_leaf_shapes(result_shape)
         diagnostics: list[str] = []
@@ -266,8 +262,7 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
     executable.target_cpu = cpu
     executable.keeps_object = keep_object
     if entry is not None:
-        entry.store(engine, [*custom_records, parallel_runtime.RECORD] if shared_parallel
-                    else custom_records, executable)
+        entry.store(engine, custom_records, executable)
     return executable
 
 

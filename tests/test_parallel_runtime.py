@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import xlamlir as xm
+from xlamlir.runtime import parallel_runtime
 from xlamlir.runtime.compiler import clear_cache
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,20 +34,44 @@ def reference(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def test_the_jit_code_calls_the_process_dispatcher(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def own_copy(exe: xm.Executable, path: Path) -> bool:
+    """Whether the machine code of `exe` has its own copy of the shared functions."""
+    exe.write_object(path)
+    code = path.read_bytes()
+    assert (b"xlamlir_parallel_task" in code) != (b"_mlir_ciface_xlamlir_parallel_for" in code)
+    return b"xlamlir_parallel_task" in code
+
+
+def test_after_its_first_programs_a_process_compiles_one_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XLAMLIR_CACHE_DIR", "off")
     monkeypatch.setenv("XLAMLIR_KEEP_OBJECT", "1")
+    # As in a fresh process: no copy yet; two programs with their own, then the process's.
+    monkeypatch.setattr(parallel_runtime, "_compiled", [])
+    monkeypatch.setattr(parallel_runtime, "_own_copies", [0])
+    monkeypatch.setattr(parallel_runtime, "OWN_COPIES", 2)
+    x = np.random.default_rng(0).standard_normal((1024, 1024), dtype=np.float32)
+    owns = []
+    for k, n in enumerate((777, 778, 779, 780)):
+        clear_cache()
+        exe = xm.compile(softmax(n))
+        # The stage is the program complete, whichever copy its machine code calls.
+        assert exe.stages["llvm"].count("llvm.func internal @xlamlir_parallel_task(") == 1
+        owns.append(own_copy(exe, tmp_path / f"{k}.o"))
+        a = np.ascontiguousarray(x[:n, :n])  # a view would compile the strided variant too
+        np.testing.assert_allclose(exe(a), reference(a), rtol=1e-5)
+    assert owns == [True, True, False, False]
+
+
+def test_a_program_for_the_disk_cache_keeps_its_own_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("XLAMLIR_KEEP_OBJECT", "1")
+    monkeypatch.setattr(parallel_runtime, "OWN_COPIES", 0)
     clear_cache()
-    exe = xm.compile(softmax(777))
-    # The stage is the program complete; the machine code has no copy of its own.
-    assert exe.stages["llvm"].count("llvm.func internal @xlamlir_parallel_task(") == 1
-    exe.write_object(tmp_path / "softmax.o")
-    code = (tmp_path / "softmax.o").read_bytes()
-    assert b"_mlir_ciface_xlamlir_parallel_for" in code
-    assert b"xlamlir_parallel_task" not in code
-    x = np.random.default_rng(0).standard_normal((777, 777), dtype=np.float32)
-    np.testing.assert_allclose(exe(x), reference(x), rtol=1e-5)
+    exe = xm.compile(softmax(781))
+    assert exe.compile_stats["disk_cache"] == "miss"
+    assert own_copy(exe, tmp_path / "cached.o")
 
 
 def test_sequential_programs_keep_no_reference_to_it(monkeypatch: pytest.MonkeyPatch) -> None:

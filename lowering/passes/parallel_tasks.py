@@ -453,23 +453,32 @@ llvm.func @{address_function}() -> !llvm.ptr {{
 }}"""])
 
 
+def _shared_functions_of(module: ir.Module) -> list[Any]:
+    shared = []
+    for op in module.body.operations:
+        if op.operation.name == "llvm.func" and "sym_name" in op.attributes:
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            if name in (PARALLEL_FOR, _TASK) and len(op.regions[0].blocks):
+                shared.append(op)
+    return shared if len(shared) == 2 else []
+
+
+def defines_shared_functions(module: ir.Module) -> bool:
+    """Whether `module` (LLVM dialect) has parallel loops, i.e. its copy of the shared functions."""
+    return bool(_shared_functions_of(module))
+
+
 def call_shared_functions_at(module: ir.Module, symbol: str) -> bool:
     """If `module` defines the shared functions (it has parallel loops), remove them and
     make its calls of the dispatcher call the declared function `symbol` instead (the
     same functions compiled once per process): whether it did. After the pipeline, so
     the stages still show the program complete."""
-    top = module.body
-    shared = {}
-    for op in top.operations:
-        if op.operation.name == "llvm.func" and "sym_name" in op.attributes:
-            name = ir.StringAttr(op.attributes["sym_name"]).value
-            if name in (PARALLEL_FOR, _TASK) and len(op.regions[0].blocks):
-                shared[name] = op
-    if len(shared) != 2:
+    shared = _shared_functions_of(module)
+    if not shared:
         return False
-    for op in shared.values():
+    for op in shared:
         op.operation.erase()
     with module.context, ir.Location.unknown():
-        top.append(ir.Operation.parse(_declaration(symbol, "(!llvm.ptr, !llvm.ptr, i64)")))
+        module.body.append(ir.Operation.parse(_declaration(symbol, "(!llvm.ptr, !llvm.ptr, i64)")))
         ir.SymbolTable.replace_all_symbol_uses(PARALLEL_FOR, symbol, module.operation)
     return True
