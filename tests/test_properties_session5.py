@@ -1165,3 +1165,47 @@ def test_parallel_loops_capture_values_from_outside() -> None:
     args = [np.linspace(-1, 1, n, dtype=np.float32), np.float32(0.7), np.int32(n - 3)]
     for g, w in zip(on_every_target(comp, *args), evaluate(comp, args)):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_parallel_programs_outlive_each_other() -> None:
+    """Programs with parallel loops (the process's shared dispatcher, or their own copy for
+    a process's first ones) compiled, partly dropped and collected, then more compiled from
+    three threads at once: every program still alive computes its own result."""
+    import gc
+
+    from xlamlir.runtime.compiler import clear_cache
+
+    n = 1 << 18
+    x = np.linspace(-1, 1, n, dtype=np.float32)
+
+    def program(k: int) -> xm.XlaComputation:
+        b = xm.XlaBuilder(f"parallel{k}")
+        y = b.tanh(b.mul(b.parameter(0, shape(np.float32, (n,))), b.constant(np.float32(k + 1))))
+        b.tuple([y, b.reduce(y, b.constant(np.float32(0)), lambda a, v: a + v, [0])])
+        return b.build()
+
+    def right(exe: xm.Executable, k: int) -> bool:
+        y, total = exe(x)
+        want = np.tanh(x.astype(np.float64) * (k + 1))
+        return np.allclose(y, want, atol=1e-6) and abs(float(total) - want.sum()) < 0.1
+
+    exes = {k: xm.compile(program(k)) for k in range(5)}
+    assert all(right(e, k) for k, e in exes.items())
+    for k in (0, 1, 3):
+        del exes[k]
+    clear_cache()
+    gc.collect()
+    results: list[bool] = []
+
+    def work(t: int) -> None:
+        results.append(right(xm.compile(program(5 + t)), 5 + t))
+        results.append(right(exes[4], 4))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    clear_cache()
+    gc.collect()
+    assert results == [True] * 6 and right(exes[2], 2) and right(xm.compile(program(0)), 0)
