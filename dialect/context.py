@@ -14,6 +14,7 @@ compiling (`reused_context`). Imports nothing of ours.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -40,6 +41,20 @@ def new_context() -> ir.Context:
 CONTEXT_USES = 64
 CONTEXT_TEXT_CHARS = 16 << 20
 _reused = threading.local()
+# Contexts a forked child must never use nor destroy: their thread pool's threads stayed
+# in the parent, so the child's first verification waited forever on them, and a
+# destructor would join them.
+_forked_away: list[Any] = []
+
+
+def _forget_after_fork() -> None:
+    state = getattr(_reused, "state", None)
+    if state is not None:
+        _forked_away.append(state)
+        _reused.state = None
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def reused_context(text_chars: int = 0) -> ir.Context:

@@ -27,7 +27,7 @@ from ..dialect.verify import program_shape_of
 from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
 from ..lowering.patterns.boundary import DYNAMIC_STRIDES_ATTR, entry_result_shape, result_leaf_shapes
 from ..lowering.pipeline import Pipeline
-from . import disk_cache, parallel_runtime
+from . import disk_cache, fork_safety, parallel_runtime
 from .custom_calls import bind_custom_calls
 from .executable import Executable
 from .inspection import compile_stats, dump_compilation
@@ -71,6 +71,7 @@ def load_async_runtime() -> None:
     Not through ExecutionEngine's shared_libs: destroying any engine then calls the
     library's `__mlir_execution_engine_destroy`, which frees the process-wide default
     runtime under every other live engine (the next parallel loop crashes)."""
+    fork_safety.pool_loaded()
     with _cache_lock:
         if not _async_runtime and os.path.exists(_mlir_lib("libmlir_async_runtime.so")):
             _async_runtime.append(ctypes.CDLL(_mlir_lib("libmlir_async_runtime.so"),
@@ -105,6 +106,8 @@ def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int 
     if not isinstance(num_replicas, int) or isinstance(num_replicas, bool) or num_replicas < 1:
         raise CompileError(f"num_replicas must be an int >= 1, got {num_replicas!r}")
     cpu = resolve(target_cpu)
+    if not fork_safety.pool_usable():
+        pipeline = pipeline.sequential()  # a forked child: the parent's pool has no threads here
     key = (text, pipeline.fingerprint(), num_replicas, dynamic_strides, name, cpu)
     with _cache_lock:
         cached = _cache.get(key)
@@ -120,6 +123,8 @@ def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int 
         executable = _compile_uncached(located_text or text, pipeline, num_replicas, name,
                                        dynamic_strides, cpu, entry)
     entry.report(executable.compile_stats)
+    fork_safety.watch(executable, _sequential_factory(text, pipeline, num_replicas, name,
+                                                      dynamic_strides, cpu))
     dump_to = os.environ.get("XLAMLIR_DUMP_TO")
     if dump_to and not dynamic_strides:
         dump_compilation(executable, dump_to)
@@ -272,6 +277,15 @@ def _custom_call_records(module: ir.Module) -> list[dict[str, str]]:
         return []
     return [{na.name: ir.StringAttr(na.attr).value for na in ir.DictAttr(entry)}
             for entry in ir.ArrayAttr(attrs[CUSTOM_CALLS_ATTR])]
+
+
+def _sequential_factory(text: str, pipeline: Pipeline, num_replicas: int, name: str,
+                        dynamic_strides: bool, cpu: str) -> Any:
+    def make() -> Executable:
+        return compile_mlir(text, pipeline.sequential(), num_replicas, name,
+                            dynamic_strides=dynamic_strides, target_cpu=cpu)
+
+    return make
 
 
 def _variant_factory(text: str, pipeline: Pipeline, num_replicas: int, name: str, cpu: str) -> Any:

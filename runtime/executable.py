@@ -100,6 +100,20 @@ class Executable:
         self._fast_run: Callable[[tuple[Any, ...]], Any] | None = None
         self._calls = 0
 
+    def _run_sequentially(self, compile_sequential: Callable[[], Executable]) -> None:
+        """In a forked child without the parent's thread pool (runtime/fork_safety.py): every
+        call from now on runs a copy of this program whose loops run on the calling thread,
+        compiled on the first call."""
+        twin: list[Executable] = []
+
+        def run(args: tuple[Any, ...]) -> Any:
+            if not twin:
+                twin.append(compile_sequential())
+            return twin[0](*args)
+
+        self._fast_pending = False
+        self._fast_run = run
+
     def _use_fastcall(self) -> bool:
         """Switch this executable's calls to the C path when it takes them and can be built."""
         self._fast_pending = False

@@ -1016,10 +1016,6 @@ def test_matrix_vector_lane_folds(dtype: object) -> None:
 # ---- fork --------------------------------------------------------------------------------
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
-@pytest.mark.xfail(strict=True, reason="dialect/context.py (since 9055955, not this session): a "
-                   "child forked after its parent compiled reuses the thread's MLIR context, whose "
-                   "thread pool has no threads in the child: the child's first compile waits "
-                   "forever in the verifier (llvm::StdThreadPool::wait)")
 def test_compile_in_a_forked_child() -> None:
     """The parent compiled (this thread's reusable context exists), then forks; the child
     compiles a new program and runs it (the disk cache's writer supports forked children,
