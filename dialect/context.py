@@ -14,6 +14,7 @@ compiling (`reused_context`). Imports nothing of ours.
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from typing import Any
@@ -47,6 +48,18 @@ _reused = threading.local()
 _forked_away: list[Any] = []
 
 
+# A replaced context is freed once nothing holds it, often by the garbage collector (a
+# cycle through its modules). Freed in a forked child, it joined its thread pool's
+# threads, which do not exist there: SIGSEGV. So the parent collects before it forks.
+_replaced: list[bool] = []
+
+
+def _collect_before_fork() -> None:
+    if _replaced:
+        _replaced.clear()
+        gc.collect()
+
+
 def _forget_after_fork() -> None:
     state = getattr(_reused, "state", None)
     if state is not None:
@@ -54,7 +67,7 @@ def _forget_after_fork() -> None:
         _reused.state = None
 
 
-os.register_at_fork(after_in_child=_forget_after_fork)
+os.register_at_fork(before=_collect_before_fork, after_in_child=_forget_after_fork)
 
 
 def reused_context(text_chars: int = 0) -> ir.Context:
@@ -62,6 +75,8 @@ def reused_context(text_chars: int = 0) -> ir.Context:
     long. A context replaced while a caller still holds it lives on until released."""
     state = getattr(_reused, "state", None)
     if state is None or state[1] >= CONTEXT_USES or state[2] >= CONTEXT_TEXT_CHARS:
+        if state is not None:
+            _replaced.append(True)
         state = _reused.state = [new_context(), 0, 0, {}]
     state[1] += 1
     state[2] += text_chars

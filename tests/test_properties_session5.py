@@ -620,10 +620,6 @@ def _nan(bits: int) -> np.float32:
     return np.array([bits], np.uint32).view(np.float32)[0]
 
 
-@pytest.mark.xfail(strict=True, reason="row_softmax (298da19, 7abd31d): the max's interleaved "
-                   "accumulators are combined chain 0 first, so a row with several NaNs gets another "
-                   "NaN than the reduce's fold order gives (docs/numerics.md: the first NaN of the "
-                   "order); the softmax's NaN bits then differ from the generics'")
 def test_row_softmax_nan_payload_follows_the_reduce_order() -> None:
     """Row 0 holds NaN A at column 16 (chunk 1: max chain 1) then NaN B at column 64 (chunk
     4: chain 0). The reduce max(acc, x) returns A (the first of the fold order), so every

@@ -436,6 +436,27 @@ def _kernel(s: _Softmax) -> str | None:
         if not t.ops(combining, names, True):
             return None
         lanes = names[yielded]
+    if chains > 1:
+        # A row holding a NaN: its maxima again in one accumulator, the reduce's order, so
+        # that the NaN it returns (the first in that order) is the reduce's; combined in
+        # chain order, a NaN of chain 0 won over an earlier one of chain 1.
+        mask, any_nan, fast = t.fresh(), t.fresh(), lanes
+        t.add(f"{mask} = arith.cmpf uno, {fast}, {fast} : {vector}")
+        t.add(f"{any_nan} = vector.reduction <or>, {mask} : vector<{LANES}xi1> into i1")
+        lanes, again, acc, k = t.fresh(), t.fresh(), t.fresh(), t.fresh()
+        t.add(f"{lanes} = scf.if {any_nan} -> ({vector}) {{")
+        t.add(f"{again} = scf.for {k} = %c0 to %cc step %cl iter_args({acc} = {max_init}) -> ({vector}) {{")
+        xv = t.fresh()
+        t.add(f"{xv} = {read_x.replace('%k]', f'{k}]')}")
+        names = {args[0]: xv, args[1]: acc}
+        if not t.ops(ops, names, True):
+            return None
+        t.add(f"scf.yield {names[yielded]} : {vector}")
+        t.add("}")
+        t.add(f"scf.yield {again} : {vector}")
+        t.add("} else {")
+        t.add(f"scf.yield {fast} : {vector}")
+        t.add("}")
     row_max = _lane_fold(t, s.max_lanes, s.max_combine, lanes)
     if row_max is None:
         return None
