@@ -69,8 +69,9 @@ def test_a_failing_row_is_reported_and_skipped(monkeypatch: pytest.MonkeyPatch, 
     assert suite.main(["--quick", "--only", "row"]) == 1
     out = capsys.readouterr().out
     assert "broken row" in out and "SKIPPED: AssertionError: ours differs" in out
-    results = json.loads((tmp_path / "results.json").read_text())
+    results = json.loads((tmp_path / "results-only.json").read_text())
     assert [r["workload"] for r in results["workloads"]] == ["fine row"]
+    assert not (tmp_path / "results.json").exists()  # a filtered run keeps the full run's table
     assert results["failures"] == [{"workload": "broken row", "error": "AssertionError: ours differs"}]
 
 
@@ -80,7 +81,7 @@ def test_warm_column_is_a_second_process_disk_cache_hit(monkeypatch: pytest.Monk
     monkeypatch.setattr(suite, "RESULTS", tmp_path / "results.json")
     monkeypatch.delenv(suite.CACHE_ENV, raising=False)
     assert suite.main(["--quick", "--only", "while 1000"]) == 0
-    (row,) = json.loads((tmp_path / "results.json").read_text())["workloads"]
+    (row,) = json.loads((tmp_path / "results-only.json").read_text())["workloads"]
     assert row["warm_compile_s"] is not None and row["warm_compile_s"] > 0
     assert suite.CACHE_ENV not in os.environ  # the run's temporary cache is undone
 
@@ -90,5 +91,5 @@ def test_warm_column_is_empty_when_the_cache_is_off(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(suite, "RESULTS", tmp_path / "results.json")
     monkeypatch.setenv(suite.CACHE_ENV, "off")
     assert suite.main(["--quick", "--only", "while 1000"]) == 0
-    (row,) = json.loads((tmp_path / "results.json").read_text())["workloads"]
+    (row,) = json.loads((tmp_path / "results-only.json").read_text())["workloads"]
     assert row["warm_compile_s"] is None
