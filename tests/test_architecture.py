@@ -29,9 +29,10 @@ LAYERS: dict[str, set[str]] = {
 # <- the pipeline. The pipeline's own passes see the mechanism at most, never an op.
 LOWERING: dict[str, set[str]] = {
     "scalar": set(),
+    "register_transpose": set(),
     "patterns": {"scalar"},
-    "ops": {"scalar", "patterns"},
-    "passes": {"scalar", "patterns"},
+    "ops": {"scalar", "patterns", "register_transpose"},
+    "passes": {"scalar", "patterns", "register_transpose"},
     "lower_pass": {"ops", "patterns"},
     "reproducer": set(),
     "pipeline": {"passes", "lower_pass", "reproducer"},

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import arith, scf, tensor, vector
 
+from ..register_transpose import transposed
+
 LANES = 16
 MIN_ROWS = LANES  # fewer rows: the generics (one partial fold per row costs as much)
 # Longer rows: the generics. A row's adds are one dependent chain; past ~64 chunks the
@@ -56,25 +58,6 @@ def _index(value: int) -> ir.Value:
     return arith.constant(ir.IndexType.get(), value)
 
 
-def _transposed(rows: list[ir.Value]) -> list[ir.Value]:
-    """The 16 x 16 transpose of `rows` by 4 rounds of two-vector shuffles: round b swaps,
-    in every pair of rows (i, i + b), the off-diagonal b x b blocks. The rounds commute;
-    element pairs first (b = 1, 2, 4, 8) cost LLVM 10-30 ms less to compile per program
-    than the other order (an RNN step's two products), for the same code speed."""
-    t = len(rows)
-    b = 1
-    while b < t:
-        low = [g * 2 * b + k + half for g in range(t // (2 * b)) for half in (0, t) for k in range(b)]
-        high = [m + b for m in low]
-        new = list(rows)
-        for i in range(t):
-            if (i // b) % 2 == 0:
-                new[i] = vector.shuffle(rows[i], rows[i + b], low)
-                new[i + b] = vector.shuffle(rows[i], rows[i + b], high)
-        rows, b = new, b * 2
-    return rows
-
-
 def lane_rows(matrix: ir.Value, vector_value: ir.Value, zero: ir.Value,
               multiply_add: Callable[[ir.Value, ir.Value, ir.Value], ir.Value],
               add: Callable[[ir.Value, ir.Value], ir.Value], vector_first: bool) -> ir.Value:
@@ -102,7 +85,7 @@ def lane_rows(matrix: ir.Value, vector_value: ir.Value, zero: ir.Value,
         """y[first:first + count] (count <= 16) written into `out`."""
         lanes = [row_sum(arith.addi(first, _index(i))) if i < count else zeros for i in range(LANES)]
         y = zeros
-        for lane in _transposed(lanes):
+        for lane in transposed(lanes, pairs_first=True):
             y = add(y, lane)
         return vector.transfer_write(out.type, y, out, [first], flat_map, [count == LANES])
 

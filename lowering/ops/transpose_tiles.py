@@ -9,7 +9,7 @@ Here the operand's minor dimension `m` and the dimension `b` that becomes the
 result's minor dimension are cut into T x T tiles. A whole tile is T
 `vector.transfer_read`s of T contiguous elements (rows of x along `m`), a
 transpose in registers by log2(T) rounds of two-vector `vector.shuffle`s
-(`_shuffled`), and T contiguous row writes of the result. Tiles go by blocks
+(`register_transpose.transposed`), and T contiguous row writes of the result. Tiles go by blocks
 of BLOCK x BLOCK elements, so that the rows a block touches stay in L1 and in
 the TLB; inside a block, tiles along `b` are the inner loop (the result is
 written row by row). Tiles crossing an edge are one masked 2-D transfer_read,
@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 from mlir import ir
 from mlir.dialects import arith, scf, tensor, vector
+
+from ..register_transpose import transposed
 
 TILE_BYTES = 32  # one tile row: an AVX2 register (8 x f32), half a cache line
 # Tiles are visited by blocks of BLOCK x BLOCK elements: the rows of x and of the result
@@ -65,23 +67,6 @@ def _upto(start: ir.Value, end: int) -> ir.Value:
     return arith.minsi(arith.addi(start, _index(BLOCK)), _index(end))
 
 
-def _shuffled(rows: list[ir.Value], t: int) -> list[ir.Value]:
-    """The t x t transpose of `rows` (t vectors of t elements) by log2(t) rounds of
-    two-vector shuffles: round b swaps, in every pair of rows (i, i + b), the off-diagonal
-    b x b blocks (t log2 t shuffles; LLVM lowers each to one or two instructions)."""
-    b = t // 2
-    while b >= 1:
-        low = [g * 2 * b + k + half for g in range(t // (2 * b)) for half in (0, t) for k in range(b)]
-        high = [m + b for m in low]
-        new = list(rows)
-        for i in range(t):
-            if (i // b) % 2 == 0:
-                new[i] = vector.shuffle(rows[i], rows[i + b], low)
-                new[i + b] = vector.shuffle(rows[i], rows[i + b], high)
-        rows, b = new, b // 2
-    return rows
-
-
 def transpose_tiles(x: ir.Value, dims: Sequence[int], permutation: Sequence[int]) -> ir.Value:
     """`x` (of `dims`) transposed by `permutation` (result dimension i is x's
     permutation[i]); call only where `applies`."""
@@ -115,7 +100,7 @@ def transpose_tiles(x: ir.Value, dims: Sequence[int], permutation: Sequence[int]
             row_at = {**at, b: arith.addi(at[b], _index(k))}
             rows.append(vector.transfer_read(row_type, x, [row_at[d] for d in range(rank)], minor,
                                              zero, [True]))
-        for k, row in enumerate(_shuffled(rows, t)):
+        for k, row in enumerate(transposed(rows, pairs_first=False)):
             row_at = {**at, m: arith.addi(at[m], _index(k))}
             out = vector.transfer_write(out.type, row, out, [row_at[p] for p in permutation],
                                         out_minor, [True])

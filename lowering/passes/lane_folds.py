@@ -14,7 +14,7 @@ rows, and summed into y's 16 elements in the generic's order (y first, then lane
 0..15). Every element sees the same additions in the same order: the same bits on
 every target. Rows past the last whole block of 16 are read as zero vectors and not
 written (a masked write). Runs on buffers, before "vectorized" schedules the generics.
-Imports nothing of ours.
+Imports `lowering.register_transpose`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from typing import Any
 
 from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
+
+from ..register_transpose import transposed
 
 LANES = 16
 TAG = "xlamlir.lane_fold"  # lowering/ops/dot_lanes.py's FOLD_TAG (passes import no ops)
@@ -84,25 +86,6 @@ def _index(value: int) -> ir.Value:
     return arith.constant(ir.IndexType.get(), value)
 
 
-def _transposed(rows: list[ir.Value]) -> list[ir.Value]:
-    """The 16 x 16 transpose of `rows` by 4 rounds of two-vector shuffles: round b swaps,
-    in every pair of rows (i, i + b), the off-diagonal b x b blocks. The rounds commute;
-    element pairs first (b = 1, 2, 4, 8) cost LLVM 10-30 ms less to compile per program
-    than the other order (an RNN step's two products), for the same code speed."""
-    t = len(rows)
-    b = 1
-    while b < t:
-        low = [g * 2 * b + k + half for g in range(t // (2 * b)) for half in (0, t) for k in range(b)]
-        high = [m + b for m in low]
-        new = list(rows)
-        for i in range(t):
-            if (i // b) % 2 == 0:
-                new[i] = vector.shuffle(rows[i], rows[i + b], low)
-                new[i + b] = vector.shuffle(rows[i], rows[i + b], high)
-        rows, b = new, b * 2
-    return rows
-
-
 def _fold_block(lanes: ir.Value, out: ir.Value, first: ir.Value, count: int, add: Any) -> None:
     """y[first + i] for the `count` (<= 16) rows from `first`: the rows as vectors (zero
     past `count`), transposed, added to y's vector lane by lane in the body's order."""
@@ -118,7 +101,7 @@ def _fold_block(lanes: ir.Value, out: ir.Value, first: ir.Value, count: int, add
     acc = vector.transfer_read(row_type, out, [first], out_map, zero, [whole])
     out_first = ir.BlockArgument(add.operands[0]).arg_number == 1  # addf(out, in)
     fastmath = add.attributes["fastmath"] if "fastmath" in add.attributes else None
-    for lane in _transposed(rows):
+    for lane in transposed(rows, pairs_first=True):
         lhs, rhs = (acc, lane) if out_first else (lane, acc)
         acc = arith.addf(lhs, rhs, fastmath=fastmath)
     vector.transfer_write(None, acc, out, [first], out_map, [whole])
