@@ -46,6 +46,7 @@ from mlir.dialects import arith, scf, tensor, vector
 from ...dialect.element_types import PrimitiveType
 from ..patterns.computations import current_library
 from ..scalar.arithmetic import scalar_type
+from .window_vectors import carried_loop, index_constant
 
 P = PrimitiveType
 F = arith.CmpFPredicate
@@ -124,18 +125,6 @@ def applies(t: PrimitiveType, dims: Sequence[int], source_dims: Sequence[int], w
     return _compare(t, select) is not None and _add_order(scatter) is not None
 
 
-def _index(value: int) -> ir.Value:
-    return arith.constant(ir.IndexType.get(), value)
-
-
-def _for(lo: int, hi: int, step: int, carried: ir.Value,
-         body: Callable[[ir.Value, ir.Value], ir.Value]) -> ir.Value:
-    op = scf.ForOp(_index(lo), _index(hi), _index(step), [carried])
-    with ir.InsertionPoint(op.body):
-        scf.YieldOp([body(op.induction_variable, op.inner_iter_args[0])])
-    return op.results[0]
-
-
 def _nest(extents: Sequence[int], carried: ir.Value,
           body: Callable[[list[ir.Value], ir.Value], ir.Value], fixed: dict[int, ir.Value]) -> ir.Value:
     """scf.for loops over every dimension of `extents` but the minor one and those in `fixed`
@@ -145,7 +134,7 @@ def _nest(extents: Sequence[int], carried: ir.Value,
             return body(position, value)
         if d in fixed:
             return level(d + 1, position + [fixed[d]], value)
-        return _for(0, extents[d], 1, value, lambda i, v: level(d + 1, position + [i], v))
+        return carried_loop(0, extents[d], 1, value, lambda i, v: level(d + 1, position + [i], v))
     return level(0, [], carried)
 
 
@@ -183,14 +172,14 @@ def select_and_scatter(x: ir.Value, source: ir.Value, init: ir.Value, t: Primiti
         offsets = dict(zip(windowed, cell))
         indices, checks = [], []
         for i in range(rank - 1):
-            q = position[i] if strides[i] == 1 else arith.muli(position[i], _index(strides[i]))
+            q = position[i] if strides[i] == 1 else arith.muli(position[i], index_constant(strides[i]))
             step = offsets.get(i, 0) - padding[i][0]
             if step:
-                q = arith.addi(q, _index(step))
+                q = arith.addi(q, index_constant(step))
             if padding[i][0] > 0 or padding[i][1] > 0:
-                checks.append(arith.cmpi(I.sge, q, _index(0)))
-                checks.append(arith.cmpi(I.slt, q, _index(dims[i])))
-                q = arith.minsi(arith.maxsi(q, _index(0)), _index(dims[i] - 1))
+                checks.append(arith.cmpi(I.sge, q, index_constant(0)))
+                checks.append(arith.cmpi(I.slt, q, index_constant(dims[i])))
+                q = arith.minsi(arith.maxsi(q, index_constant(0)), index_constant(dims[i] - 1))
             indices.append(q)
         valid = None
         for check in checks:
@@ -275,22 +264,22 @@ def select_and_scatter(x: ir.Value, source: ir.Value, init: ir.Value, t: Primiti
     slab_minor = slab_dims[-1]
 
     def local_index(d: int, q: ir.Value) -> ir.Value:
-        return _index(0) if d == split else q
+        return index_constant(0) if d == split else q
 
     def fill_and_scatter(part: ir.Value | None, out: ir.Value) -> ir.Value:
         fixed = {} if part is None or split == rank - 1 else {split: part}
-        base = arith.muli(part, _index(block)) if split == rank - 1 else None
+        base = arith.muli(part, index_constant(block)) if split == rank - 1 else None
         splat = lanes_of(init, vtype)
 
         def fill_row(position: list[ir.Value], out: ir.Value) -> ir.Value:
-            return _for(0, slab_minor, lanes, out, lambda j, o: vector.transfer_write(
+            return carried_loop(0, slab_minor, lanes, out, lambda j, o: vector.transfer_write(
                 o.type, splat, o, position + [j], minor_map, in_bounds))
 
         if not tiled:
             out = _nest(slab_dims, out, fill_row, {})
 
         def scatter_row(position: list[ir.Value], out: ir.Value) -> ir.Value:
-            return _for(0, slab_minor, lanes, out, lambda j, o: chunk(
+            return carried_loop(0, slab_minor, lanes, out, lambda j, o: chunk(
                 position, j if base is None else arith.addi(base, j), j, o))
 
         return _nest(source_dims, out, scatter_row, fixed)
@@ -301,7 +290,7 @@ def select_and_scatter(x: ir.Value, source: ir.Value, init: ir.Value, t: Primiti
     loop = scf.ForallOp([0], [count], [1], [shared])
     with ir.InsertionPoint(loop.body):
         part = loop.induction_variables[0]
-        start = part if block == 1 else arith.muli(part, _index(block))
+        start = part if block == 1 else arith.muli(part, index_constant(block))
         offsets = [DYNAMIC if d == split else 0 for d in range(rank)]
         # The iteration's slice of the shared output as its destination: written in place.
         slab = tensor.extract_slice(ir.RankedTensorType.get(slab_dims, element), loop.inner_iter_args[0],

@@ -98,13 +98,15 @@ def _combine(name: str, t: PrimitiveType, x: ir.Value, y: ir.Value) -> ir.Value:
     return float_extremum(t, x, y, maximum=name == "maximum")
 
 
-def _index(value: int) -> ir.Value:
+def index_constant(value: int) -> ir.Value:
+    """An index constant (shared with select_scatter_vectors)."""
     return arith.constant(ir.IndexType.get(), value)
 
 
-def _for(lo: int, hi: int, step: int, carried: ir.Value,
-         body: Callable[[ir.Value, ir.Value], ir.Value]) -> ir.Value:
-    op = scf.ForOp(_index(lo), _index(hi), _index(step), [carried])
+def carried_loop(lo: int, hi: int, step: int, carried: ir.Value,
+                 body: Callable[[ir.Value, ir.Value], ir.Value]) -> ir.Value:
+    """scf.for lo..hi by step carrying one value: body(index, carried) -> next."""
+    op = scf.ForOp(index_constant(lo), index_constant(hi), index_constant(step), [carried])
     with ir.InsertionPoint(op.body):
         scf.YieldOp([body(op.induction_variable, op.inner_iter_args[0])])
     return op.results[0]
@@ -138,14 +140,14 @@ def reduce_window(x: ir.Value, init: ir.Value, t: PrimitiveType, dims: Sequence[
                 indices, checks = [], []
                 for i in range(rank - 1):
                     o = position[i]
-                    q = o if strides[i] == 1 else arith.muli(o, _index(strides[i]))
+                    q = o if strides[i] == 1 else arith.muli(o, index_constant(strides[i]))
                     step = offsets.get(i, 0) * window_dilations[i] - padding[i][0]
                     if step:
-                        q = arith.addi(q, _index(step))
+                        q = arith.addi(q, index_constant(step))
                     if padding[i][0] > 0 or padding[i][1] > 0:
-                        checks.append(arith.cmpi(arith.CmpIPredicate.sge, q, _index(0)))
-                        checks.append(arith.cmpi(arith.CmpIPredicate.slt, q, _index(dims[i])))
-                        q = arith.minsi(arith.maxsi(q, _index(0)), _index(dims[i] - 1))
+                        checks.append(arith.cmpi(arith.CmpIPredicate.sge, q, index_constant(0)))
+                        checks.append(arith.cmpi(arith.CmpIPredicate.slt, q, index_constant(dims[i])))
+                        q = arith.minsi(arith.maxsi(q, index_constant(0)), index_constant(dims[i] - 1))
                     indices.append(q)
                 value = vector.transfer_read(vtype, x, indices + [j], minor_map, init, in_bounds)
                 if checks:
@@ -154,9 +156,9 @@ def reduce_window(x: ir.Value, init: ir.Value, t: PrimitiveType, dims: Sequence[
                         valid = arith.andi(valid, check)
                     value = arith.select(valid, value, vector.broadcast(vtype, init))
                 acc = _combine(name, t, acc, value) if acc_first else _combine(name, t, value, acc)
-            local = [_index(0) if d == split else position[d] for d in range(rank - 1)] + [j]
+            local = [index_constant(0) if d == split else position[d] for d in range(rank - 1)] + [j]
             return vector.transfer_write(out.type, acc, out, local, minor_map, in_bounds)
-        return _for(0, minor, lanes, out, chunk)
+        return carried_loop(0, minor, lanes, out, chunk)
 
     # The cores split the first output dimension with more than one index (dimensions
     # before it have one): the batch of a pooling, or its rows when the batch is 1.
@@ -168,7 +170,7 @@ def reduce_window(x: ir.Value, init: ir.Value, t: PrimitiveType, dims: Sequence[
             return row(position, out)
         if level == split:
             return nest(level + 1, position + [part], out)
-        return _for(0, out_dims[level], 1, out,
+        return carried_loop(0, out_dims[level], 1, out,
                     lambda i, o: nest(level + 1, position + [i], o))
 
     shared = tensor.EmptyOp(list(out_dims), element).result
