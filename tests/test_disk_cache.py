@@ -40,6 +40,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(name, raising=False)
     clear_cache()
     yield directory
+    disk_cache.flush()  # no entry of this test is written after its directory is gone
     clear_cache()
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import test_disk_cache
 
 import xlamlir as xm
 from xlamlir.runtime import cache_writer, disk_cache
@@ -25,21 +26,7 @@ from xlamlir.runtime.compiler import clear_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOW_LINK_S = 0.5
-
-
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    if linker() is None:
-        pytest.skip("no linker (ld or ld.lld) on PATH")
-    directory = tmp_path / "cache"
-    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(directory))
-    for name in ("XLAMLIR_CACHE_MAX_MB", "XLAMLIR_DUMP_PASSES", "XLAMLIR_PASS_TIMING",
-                 "XLAMLIR_STAGE_LOCATIONS", "XLAMLIR_KEEP_OBJECT", "XLAMLIR_TARGET_CPU"):
-        monkeypatch.delenv(name, raising=False)
-    clear_cache()
-    yield directory
-    disk_cache.flush()
-    clear_cache()
+cache = test_disk_cache.cache  # the fixture: a fresh cache directory, its writes flushed
 
 
 @pytest.fixture
