@@ -16,7 +16,8 @@ import xlamlir as xm
 from xlamlir.lowering.passes.aligned_loop_inputs import MIN_BYTES
 
 
-def _rnn(steps: int, n: int, dtype: np.dtype = np.float32) -> xm.XlaComputation:
+def rnn(steps: int, n: int, dtype: np.dtype = np.float32) -> xm.XlaComputation:
+    """h <- tanh(W h + U x_t), as bench/nn_ops.py's RNN row (also test_lane_folds.py's)."""
     b = xm.XlaBuilder("rnn")
     w, u, xs, h0 = (b.parameter(i, xm.Shape.array(dtype, d))
                     for i, d in enumerate([(n, n), (n, n), (steps, n), (n,)]))
@@ -46,7 +47,7 @@ def _at_offset(a: np.ndarray, offset: int) -> np.ndarray:
 
 
 def test_streamed_matrices_get_an_aligned_copy_the_sliced_input_does_not() -> None:
-    bufferized = xm.compile(_rnn(5, 256)).stages["bufferized"]
+    bufferized = xm.compile(rnn(5, 256)).stages["bufferized"]
     loop = bufferized.index("scf.while")
     before = bufferized[:loop]
     # W (%arg0) and U (%arg1): checked and copied before the loop; xs (%arg2) is read
@@ -64,7 +65,7 @@ def test_streamed_matrices_get_an_aligned_copy_the_sliced_input_does_not() -> No
 def test_small_parameters_are_read_in_place() -> None:
     n = 32  # 4 KB matrices
     assert n * n * 4 < MIN_BYTES
-    assert "extract_aligned_pointer_as_index" not in xm.compile(_rnn(3, n)).stages["bufferized"]
+    assert "extract_aligned_pointer_as_index" not in xm.compile(rnn(3, n)).stages["bufferized"]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -73,7 +74,7 @@ def test_every_alignment_gives_the_same_bits(dtype: np.dtype) -> None:
     rng = np.random.default_rng(7)
     w, u = (rng.standard_normal((n, n)).astype(dtype) / dtype(12) for _ in range(2))
     xs, h = rng.standard_normal((steps, n)).astype(dtype), rng.standard_normal(n).astype(dtype)
-    exe = xm.compile(_rnn(steps, n, dtype))
+    exe = xm.compile(rnn(steps, n, dtype))
     assert "extract_aligned_pointer_as_index" in exe.stages["bufferized"]
     results = [np.asarray(exe(*(_at_offset(a, offset) for a in (w, u, xs, h)))) for offset in (0, 16, 32, 48)]
     for r in results[1:]:

@@ -15,6 +15,7 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
+from test_aligned_loop_inputs import rnn
 
 import xlamlir as xm
 from xlamlir.lowering.passes.lane_folds import transposed_lane_folds
@@ -35,26 +36,6 @@ def _row_sums(rows: int, k: int, dtype: np.dtype) -> xm.XlaComputation:
     x = b.parameter(0, xm.Shape.array(dtype, (rows, k)))
     b.reduce(x, b.constant(np.zeros((), dtype)), lambda p, q: p.builder.add(p, q), [1])
     return b.build()
-
-
-def _rnn(steps: int, n: int) -> xm.XlaComputation:
-    """h <- tanh(W h + U x_t), as bench/nn_ops.py's RNN row."""
-    b = xm.XlaBuilder("rnn")
-    w, u, xs, h0 = (b.parameter(i, xm.Shape.array(xm.F32, d))
-                    for i, d in enumerate([(n, n), (n, n), (steps, n), (n,)]))
-
-    def cond(t: xm.XlaOp) -> xm.XlaOp:
-        bb = t.builder
-        return bb.lt(bb.get_tuple_element(t, 0), bb.constant(np.int32(steps)))
-
-    def body(t: xm.XlaOp) -> xm.XlaOp:
-        bb = t.builder
-        i, w, u, xs, h = (bb.get_tuple_element(t, j) for j in range(5))
-        x_t = bb.reshape(bb.dynamic_slice(xs, [i, bb.constant(np.int32(0))], [1, n]), (n,))
-        return bb.tuple([i + np.int32(1), w, u, xs, bb.tanh(bb.dot(w, h) + bb.dot(u, x_t))])
-
-    loop = b.while_(cond, body, b.tuple([b.constant(np.int32(0)), w, u, xs, h0]))
-    return b.build(b.get_tuple_element(loop, 4))
 
 
 def _without_pass() -> xm.Pipeline:
@@ -85,7 +66,7 @@ def test_fewer_than_16_rows_keep_the_generic() -> None:
 
 
 def test_rnn_body_allocates_nothing_and_runs_on_the_calling_thread() -> None:
-    exe = xm.compile(_rnn(3, 256))
+    exe = xm.compile(rnn(3, 256))
     bufferized = exe.stages["bufferized"]
     body = bufferized[bufferized.index("} do {"):]
     assert "memref.alloc" not in body, "a while body's temporaries are allocated before the loop"
@@ -100,7 +81,7 @@ def test_rnn_matches_numpy() -> None:
     rng = np.random.default_rng(3)
     w, u = (rng.standard_normal((n, n)).astype(np.float32) / np.float32(16) for _ in range(2))
     xs, h = rng.standard_normal((steps, n)).astype(np.float32), rng.standard_normal(n).astype(np.float32)
-    got = xm.compile(_rnn(steps, n))(w, u, xs, h)
+    got = xm.compile(rnn(steps, n))(w, u, xs, h)
     expected = h.astype(np.float64)
     for x_t in xs.astype(np.float64):
         expected = np.tanh(w.astype(np.float64) @ expected + u.astype(np.float64) @ x_t)
