@@ -11,7 +11,7 @@ buffer when its address is not 64-byte aligned; the loop reads the copy. The che
 the address at run time, and the copy is exact: every input gives the same bits, and
 an aligned input costs one compare. Runs on buffers after the deallocation pipeline,
 freeing its copy itself after the loop (the pipeline would track the maybe-copied
-buffer's ownership with a run-time alias check per call). Imports nothing of ours.
+buffer's ownership with a run-time alias check per call). Imports `passes.walk`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from typing import Any
 
 from mlir import ir
 from mlir.dialects import arith, memref, scf
+
+from .walk import ops_named
 
 ALIGNMENT = 64  # a cache line, and an AVX-512 register
 MIN_BYTES = 16 * 1024  # smaller parameters: the copy would cost about what it saves
@@ -110,15 +112,7 @@ def _aligned_copy(param: ir.Value, loop: Any) -> ir.Value:
 
 def aligned_loop_inputs(op: Any, pass_: Any) -> None:
     """Pipeline pass (module docstring)."""
-    loops: list[Any] = []
-
-    def visit(inner: Any) -> ir.WalkResult:
-        if inner.name == "scf.while":
-            loops.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    for loop in loops:
+    for loop in ops_named(op, "scf.while"):
         loop = loop.operation
         func = loop.parent
         while func is not None and func.operation.name != "func.func":

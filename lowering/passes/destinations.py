@@ -14,7 +14,7 @@ computed in one output buffer, and one result silently overwrote the other.
 `split_shared_inits` is for speed, not correctness: CSE merges identical
 `tensor.empty` / `linalg.fill` ops, and a shared init makes bufferization copy
 for all but one of its users; a fresh init per use costs nothing. Imports
-nothing of ours.
+`passes.walk`.
 """
 
 from __future__ import annotations
@@ -24,20 +24,10 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import bufferization, linalg
 
+from .walk import ops_named
+
 _INIT_OPS = ("tensor.empty", "linalg.fill")
 _MATERIALIZE = "bufferization.materialize_in_destination"
-
-
-def _ops_named(op: Any, names: tuple[str, ...]) -> list[Any]:
-    found: list[Any] = []
-
-    def visit(inner: Any) -> ir.WalkResult:
-        if inner.name in names:
-            found.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    return found
 
 
 def output_tensors(op: Any, pass_: Any) -> None:
@@ -47,7 +37,7 @@ def output_tensors(op: Any, pass_: Any) -> None:
     the result be computed in that buffer where that is safe (`_compute_in_place`)."""
     dests: dict[Any, ir.Value] = {}
     placed: list[tuple[ir.Value, ir.Value]] = []
-    for mat in _ops_named(op, (_MATERIALIZE,)):
+    for mat in ops_named(op, _MATERIALIZE):
         source, out = mat.operands[0], mat.operands[1]
         if not isinstance(out.type, ir.MemRefType) or not isinstance(out.owner, ir.Block):
             continue
@@ -60,7 +50,7 @@ def output_tensors(op: Any, pass_: Any) -> None:
         mat.erase()
         placed.append((source, dests[out]))
     # The schedules may have put a result in its output already (lowering/schedules.py).
-    for loaded in _ops_named(op, ("bufferization.to_tensor",)):
+    for loaded in ops_named(op, "bufferization.to_tensor"):
         memref = loaded.operands[0]
         if memref in dests and loaded.results[0] != dests[memref]:
             loaded.results[0].replace_all_uses_with(dests[memref])
@@ -164,7 +154,7 @@ def _compute_in_place(source: ir.Value, dest: ir.Value, outputs: set[ir.Value]) 
 
 def split_shared_inits(op: Any, pass_: Any) -> None:
     """Give every use of a shared tensor.empty / linalg.fill its own copy."""
-    for init in _ops_named(op, _INIT_OPS):
+    for init in ops_named(op, *_INIT_OPS):
         if len(init.results) != 1 or sum(1 for _ in init.results[0].uses) < 2:
             continue
         uses = [(use.owner, use.operand_number) for use in init.results[0].uses]

@@ -6,7 +6,7 @@ target has FMA instructions (x86-64-v3 and up), a multiply then an add where it
 has not (x86-64-v2), so the same program gave different bits on different
 CPUs. `math.fma` becomes `llvm.intr.fma`: always fused (a libm `fma` call per
 element where there is no instruction: slow, but the same result). Imports
-nothing of ours.
+`passes.walk`.
 """
 
 from __future__ import annotations
@@ -16,18 +16,12 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import math
 
+from .walk import ops_named
+
 
 def exact_fma(module_op: Any, pass_: Any) -> None:
     """Replace every vector.fma under `module_op` with math.fma."""
-    found: list[Any] = []
-
-    def visit(op: Any) -> ir.WalkResult:
-        if op.name == "vector.fma":
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
-    for op in found:
+    for op in ops_named(module_op, "vector.fma"):
         with ir.InsertionPoint(op), op.location:
             fused = math.fma(*op.operands)
         op.results[0].replace_all_uses_with(fused)

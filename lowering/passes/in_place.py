@@ -13,8 +13,7 @@ the result of another linalg op in the same block (a buffer of this computation,
 not a parameter, constant or output), read by the generic at the element it
 writes (identity map on both sides), and every other reader comes before the
 generic in that block. A result that goes to an output buffer keeps its
-`tensor.empty` (destinations.output_tensors computes it there). Imports nothing
-of ours.
+`tensor.empty` (destinations.output_tensors computes it there). Imports `passes.walk`.
 """
 
 from __future__ import annotations
@@ -22,6 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from mlir import ir
+
+from .walk import ops_where
 
 _TERMINAL_USERS = ("bufferization.materialize_in_destination", "func.return")
 
@@ -121,15 +122,7 @@ def _reusable_input(op: Any) -> int | None:
 def elementwise_in_place(op: Any, pass_: Any) -> None:
     """Give each elementwise generic the buffer of an input it is the last reader of
     (see the module docstring)."""
-    generics: list[Any] = []
-
-    def visit(inner: Any) -> ir.WalkResult:
-        if inner.name == "linalg.generic" and _candidate(inner):
-            generics.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    for generic in generics:
+    for generic in ops_where(op, lambda inner: inner.name == "linalg.generic" and _candidate(inner)):
         generic = generic.operation
         k = _reusable_input(generic)
         if k is None:

@@ -14,7 +14,7 @@ them). The sums are the same: +0 then the same fmas in the same order.
 The script marks the outermost loop of each such product's fill with `MARK`. C is
 followed from there through slices, loops and writes (into the peeled tiles after the
 main loop too); if anything but an accumulator read reads it before the product is
-finished, nothing is changed. Imports nothing of ours.
+finished, nothing is changed. Imports `passes.walk`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from typing import Any
 
 from mlir import ir
 from mlir.dialects import arith
+
+from .walk import ops_where
 
 MARK = "xlamlir.zero_accumulators"
 
@@ -122,14 +124,7 @@ def _zero_constant(value: ir.Value) -> bool:
 def start_accumulators_at_zero(root: Any) -> int:
     """Rewrite the product of every fill loop marked `MARK` under `root` (see the module
     docstring); the number of accumulator reads replaced."""
-    marked: list[Any] = []
-
-    def visit(op: Any) -> ir.WalkResult:
-        if op.name == "scf.for" and MARK in op.attributes:
-            marked.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit)
+    marked = ops_where(root, lambda op: op.name == "scf.for" and MARK in op.attributes)
     replaced = 0
     for fill in marked:
         del fill.attributes[MARK]
