@@ -18,6 +18,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from targets_support import TARGETS, compile_for
 
 import xlamlir as xm
 from xlamlir.runtime import fastcall
@@ -350,12 +351,12 @@ def test_an_unusable_cache_directory_builds_in_a_temporary_one(monkeypatch: pyte
     assert not str(loaded.__file__).startswith(str(tmp_path))
 
 
-@pytest.mark.parametrize("target", ["x86-64-v2", "x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("target", TARGETS)
 def test_every_target_cpu(target: str) -> None:
     # The C path only calls the entry point; the code for each CPU variant runs the same.
     b = xm.XlaBuilder("targets")
     b.mul(b.parameter(0, S("f32[37]")), b.parameter(1, S("f32[]")))
-    exe = xm.compile(b.build(), target_cpu=target)
+    exe = compile_for(b.build(), target)
     assert exe._use_fastcall()
     x = np.linspace(-3, 3, 37, dtype=np.float32)
     x[:3] = [np.nan, -0.0, np.inf]

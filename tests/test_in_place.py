@@ -11,6 +11,7 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
+from targets_support import TARGETS, target_options
 
 import xlamlir as xm
 from xlamlir.lowering.passes.in_place import elementwise_in_place
@@ -93,12 +94,12 @@ def test_attention_inf_and_nan_scores() -> None:
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
-@pytest.mark.parametrize("target", ["x86-64-v2", "x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("target", TARGETS)
 def test_attention_same_bits_on_every_target(target: str) -> None:
     rng = np.random.default_rng(5)
     q, k, v = (rng.standard_normal((2, 40, 16)).astype(np.float32) for _ in range(3))
     host = np.asarray(attention(2, 40, 16)(q, k, v))
-    got = np.asarray(attention(2, 40, 16, target_cpu=target)(q, k, v))
+    got = np.asarray(attention(2, 40, 16, **target_options(target))(q, k, v))
     np.testing.assert_array_equal(got.view(np.uint32), host.view(np.uint32))
 
 

@@ -15,12 +15,11 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
+from targets_support import TARGETS, target_options
 from test_aligned_loop_inputs import rnn
 
 import xlamlir as xm
 from xlamlir.lowering.passes.lane_folds import transposed_lane_folds
-
-TARGETS = ["x86-64-v2", "x86-64-v3", "x86-64-v4"]
 
 
 def _matvec(rows: tuple[int, ...], k: int, dtype: np.dtype) -> xm.XlaComputation:
@@ -113,11 +112,11 @@ def test_matvec_bits_equal_the_generic_fold(target: str, dtype: np.dtype, rows: 
     a, x = _special((*rows, k), dtype, rng), rng.standard_normal(k).astype(dtype)
     x[3] = -0.0
     comp = _matvec(rows, k, dtype)
-    exe = xm.compile(comp, target_cpu=target)
+    exe = xm.compile(comp, **target_options(target))
     assert "vector.shuffle" in exe.stages["vectorized"]
     got = np.asarray(exe(a, x))
-    np.testing.assert_array_equal(_bits(got), _bits(xm.compile(comp, pipeline=_without_pass(),
-                                                                target_cpu=target)(a, x)))
+    generic = xm.compile(comp, **target_options(target, _without_pass()))
+    np.testing.assert_array_equal(_bits(got), _bits(generic(a, x)))
     finite = np.isfinite(a).all(axis=-1)
     expected = a.astype(np.float64) @ x.astype(np.float64)
     tol = {np.float32: 1e-4, np.float64: 1e-12}.get(np.dtype(dtype).type, 3e-2)

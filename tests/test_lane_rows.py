@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from targets_support import TARGETS, target_options
 
 import xlamlir as xm
-
-TARGETS = ["x86-64-v2", "x86-64-v3", "x86-64-v4"]
 
 
 def _product(rows: int, k: int, dtype: np.dtype, batch: bool, vector_first: bool) -> xm.XlaComputation:
@@ -59,10 +58,10 @@ def test_bits_equal_the_generics(target: str, dtype: np.dtype, rows: int, k: int
     a = _special_rows(rows, k, dtype, rows + k)
     x = np.random.default_rng(k).standard_normal(k).astype(dtype)
     x[1] = -0.0
-    exe = xm.compile(_product(rows, k, dtype, False, vector_first), target_cpu=target)
+    exe = xm.compile(_product(rows, k, dtype, False, vector_first), **target_options(target))
     assert "vector.shuffle" in exe.stages["linalg"]
     got = np.asarray(exe(a, x))
-    generics = xm.compile(_product(rows, k, dtype, True, vector_first), target_cpu=target)
+    generics = xm.compile(_product(rows, k, dtype, True, vector_first), **target_options(target))
     assert "vector.shuffle" not in generics.stages["linalg"]
     np.testing.assert_array_equal(_bits(got), _bits(np.asarray(generics(a[None], x[None]))[0]))
     nan_rows = np.isnan(a).any(axis=-1)

@@ -34,13 +34,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 from reference import evaluate
+from targets_support import TARGETS, compile_for
 from test_properties_session4 import HWIO, NCHW, NHWC, OIHW, _dn, direct_conv
 
 import xlamlir as xm
 from xlamlir.runtime import fastcall
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = ("x86-64-v2", "x86-64-v3", "x86-64-v4")
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
@@ -63,7 +63,7 @@ def on_every_target(comp: xm.XlaComputation, *args: object) -> object:
     """The result on x86-64-v2, after checking v3 and v4 give the same bits (and that the
     arguments are left as they were)."""
     before = [np.array(a, copy=True) if not isinstance(a, tuple) else a for a in args]
-    results = [xm.compile(comp, target_cpu=t)(*args) for t in TARGETS]
+    results = [compile_for(comp, t)(*args) for t in TARGETS]
     for a, b in zip(args, before):
         if not isinstance(a, tuple):
             assert_same_bits(np.asarray(a), b)  # an argument was written over

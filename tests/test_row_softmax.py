@@ -10,6 +10,7 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
+from targets_support import TARGETS, target_options
 from test_in_place import attention, reference_attention
 
 import xlamlir as xm
@@ -157,11 +158,11 @@ def test_other_float_types_keep_the_generics(dtype: str) -> None:
                                equal_nan=True)
 
 
-@pytest.mark.parametrize("target", ["x86-64-v2", "x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("target", TARGETS)
 def test_same_bits_on_every_target(target: str) -> None:
     x = edge_rows((24, 96), 11)
     host = np.asarray(softmax((24, 96))(x))
-    got = np.asarray(softmax((24, 96), target_cpu=target)(x))
+    got = np.asarray(softmax((24, 96), **target_options(target))(x))
     np.testing.assert_array_equal(got.view(np.uint32), host.view(np.uint32))
 
 

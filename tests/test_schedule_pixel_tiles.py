@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import data
+from targets_support import TARGETS, compile_for
 from test_conv import assert_same, reference_conv
 
 import xlamlir as xm
@@ -69,7 +70,7 @@ def test_same_bits_on_every_target() -> None:
     lhs = rng.standard_normal((2, 56, 56, 16), dtype=np.float32)
     rhs = rng.standard_normal((3, 3, 16, 40), dtype=np.float32)
     comp = _conv(2, 56, 16, 40, stride=2)
-    results = [xm.compile(comp, target_cpu=t)(lhs, rhs) for t in ("x86-64-v2", "x86-64-v3", "x86-64-v4")]
+    results = [compile_for(comp, t)(lhs, rhs) for t in TARGETS]
     for got in results[1:]:
         np.testing.assert_array_equal(got.view(np.uint32), results[0].view(np.uint32))
     expected = reference_conv(lhs, rhs, (2, 2), ((1, 1), (1, 1)), dimension_numbers=("NHWC", "HWIO", "NHWC"))

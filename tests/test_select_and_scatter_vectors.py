@@ -19,6 +19,7 @@ import itertools
 import ml_dtypes
 import numpy as np
 import pytest
+from targets_support import TARGETS, target_options
 
 import xlamlir as xm
 from xlamlir.lowering.ops import select_scatter_vectors
@@ -214,7 +215,7 @@ def test_scatter_with_source_first(monkeypatch: pytest.MonkeyPatch) -> None:
     _assert_same(got, _compile(comp, False, monkeypatch)(x, source), "add(source, current)")
 
 
-@pytest.mark.parametrize("target", ["x86-64-v2", "x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
 def test_every_target_same_bits(target: str, dtype, monkeypatch: pytest.MonkeyPatch) -> None:
     shape, window, strides, padding = CASES[0]
@@ -222,7 +223,7 @@ def test_every_target_same_bits(target: str, dtype, monkeypatch: pytest.MonkeyPa
     x = _values(shape, dtype, 7, True)
     source = _values(_source_shape(shape, window, strides, padding), dtype, 8, False)
     comp = _computation(x, source, 0.0, SELECTS["ge"], window, strides, padding)
-    got = _compile(comp, True, monkeypatch, target_cpu=target)(x, source)
+    got = _compile(comp, True, monkeypatch, **target_options(target))(x, source)
     _assert_same(got, reference(x, source, x.dtype.type(0), np.greater_equal, window, strides, padding),
                  target)
 

@@ -13,6 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from conftest import check_ir, run, stage_text
+from targets_support import TARGETS, compile_for
 
 import xlamlir as xm
 from xlamlir.lowering.ops.sort_parallel import CHUNKS, PARALLEL_MIN, chunk_shift
@@ -203,7 +204,7 @@ def test_one_row_of_a_higher_rank_array() -> None:
     """)
 
 
-@pytest.mark.parametrize("target", ["x86-64-v2", "x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("target", TARGETS)
 def test_every_target_cpu(target: str) -> None:
     n = 1 << 20
     x = special_values(np.float32, n, 11)
@@ -211,7 +212,7 @@ def test_every_target_cpu(target: str) -> None:
     p = b.parameter(0, shape(np.float32, (n,)))
     iota = b.iota(xm.Shape.array(xm.S32, (n,)), 0)
     comp = b.build(b.tuple([b.sort(p), b.sort([p, iota], is_stable=True)]))
-    s, (v, i) = xm.compile(comp, target_cpu=target)(x)
+    s, (v, i) = compile_for(comp, target)(x)
     want = stable_order(order_keys(x, True))
     assert_bits(s, x[want])
     np.testing.assert_array_equal(i, want)
