@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 import pytest
+from targets_support import TARGETS, compile_for
 from test_conv import reference_conv
 
 import xlamlir as xm
@@ -96,7 +97,7 @@ def test_same_bits_on_every_target() -> None:
     x = rng.standard_normal((101, 200), dtype=np.float32)
     y = rng.standard_normal((200, 45), dtype=np.float32)
     comp = _matmul(101, 200, 45)
-    results = [xm.compile(comp, target_cpu=t)(x, y) for t in ("x86-64-v2", "x86-64-v3", "x86-64-v4")]
+    results = [compile_for(comp, t)(x, y) for t in TARGETS]
     for got in results[1:]:
         np.testing.assert_array_equal(got.view(np.uint32), results[0].view(np.uint32))
     np.testing.assert_allclose(results[0], x.astype(np.float64) @ y, rtol=1e-5, atol=1e-4)
@@ -132,19 +133,20 @@ def test_convolution_same_bits_on_every_target() -> None:
     x = rng.standard_normal((2, 30, 27, 20), dtype=np.float32)
     w = rng.standard_normal((3, 3, 20, 40), dtype=np.float32)
     comp = _conv(x.shape, w.shape, 2)
-    results = [xm.compile(comp, target_cpu=t)(x, w) for t in ("x86-64-v2", "x86-64-v3", "x86-64-v4")]
+    results = [compile_for(comp, t)(x, w) for t in TARGETS]
     for got in results[1:]:
         np.testing.assert_array_equal(got.view(np.uint32), results[0].view(np.uint32))
 
 
 def test_avx512_blocks_span_1024_deep() -> None:
     """The AVX-512 tiles' cache blocks are 1024 deep (8 panels): a 1024-deep product is one
-    block and starts from zero; 2048 deep is two blocks and keeps the fill."""
+    block and starts from zero; 2048 deep is two blocks and keeps the fill. On any machine
+    (targets_support.compile_for)."""
     p = schedules.Params.for_target("x86-64-v4")
     assert (p.mr, p.nr, p.nc, p.kc) == (8, 32, 8, 1024)
     assert schedules.Params.for_target("x86-64-v3").kc == 256
     for k, one_block in ((1024, True), (2048, False)):
-        exe = xm.compile(_matmul(40, k, 64), target_cpu="x86-64-v4")
+        exe = compile_for(_matmul(40, k, 64), "x86-64-v4")
         tiled = exe.stages["tiled"]
         assert _accumulators_from_zero(tiled, p) == one_block and (ZERO_FILL in tiled) != one_block
         x, y = _ints((40, k), 10), _ints((k, 64), 11)

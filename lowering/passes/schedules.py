@@ -558,6 +558,19 @@ def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: boo
         mc = t_m
     # Rows of B copied per vector step of the packing: whole tiles in every KC block.
     k_pack = _divisor_at_most(kc if fused_pack else k, 8)
+    # The packing inside the parallel loop is vectorized with the kernel, before its vector
+    # lowering, except one row per step (k_pack = 1: no divisor of KC up to 8, as K = 37).
+    # That step moves a [1, 1, NR] slice of B to a [1, 1, NR] slice of Bp: the lowering's
+    # transfer_permutation_patterns make its transposing read a plain one, the folder
+    # then turns read + write into B's slice itself, inserted into Bp, and bufferization
+    # makes that a memref.copy per row. Vectorized after the lowering, it stays a vector
+    # read and write (as the packing in its own loop, which the lowering does not reach).
+    # Longer steps keep their place: a [k_pack, 1, NR] slice read into [1, k_pack, NR]
+    # does not fold, and the lowering makes their transposes vector.transpose.
+    pack_sizes = z + [1, k_pack, p.nr] if fused_pack else [1, 1, k_pack, p.nr]
+    pack_vectors = (f"transform.structured.vectorize %pkt2_{i} vector_sizes {pack_sizes} : {ANY}"
+                    if fused_pack or batch else "")
+    early_pack_vectors, late_pack_vectors = ("", pack_vectors) if k_pack == 1 else (pack_vectors, "")
     if epilogue:  # the epilogue is the root; the product and its fill are fused into it
         root = [
             _match(f"%ep{i}", "linalg.generic", f"{TAG}.epilogue", i),
@@ -603,11 +616,11 @@ def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: boo
             f"transform.apply_licm to %l1_{i}#{2 + o} : {ANY}",
             _fuse(f"%pkt1_{i}", f"%kblock{i}", f"%pkt{i}", f"%l1_{i}#{1 + o}"),
             _tile_for(f"%pkt2_{i}", f"%pkl{i}", f"%pkt1_{i}", z + [1, k_pack, 0]),
-            f"transform.structured.vectorize %pkt2_{i} vector_sizes {z + [1, k_pack, p.nr]} : {ANY}",
+            early_pack_vectors,
         ] if fused_pack else [  # batched, K not blocked: each core packs its elements' B first
             _fuse(f"%pkt{i}", f"%forall{i}p", f"%pk{i}", f"%forall{i}"),
             _tile_for(f"%pkt2_{i}", f"%pkl{i}", f"%pkt{i}", [1, 1, k_pack, 0]),
-            f"transform.structured.vectorize %pkt2_{i} vector_sizes [1, 1, {k_pack}, {p.nr}] : {ANY}",
+            early_pack_vectors,
         ] if batch else []),
         _tile_for(f"%t2_{i}", f"%l2_{i}", f"%t1_{i}", [0] * o + [1, p.mr, 0, 1]),
         _tile_for(f"%f1_{i}", f"%lf{i}", f"%f0_{i}", z + [1, 1, 0]),
@@ -618,6 +631,7 @@ def _matmul_script(i: int, p: Params, shape: tuple[int, int, int], epilogue: boo
         f"transform.structured.vectorize %f1_{i} : {ANY}",
         f"transform.structured.vectorize %ept2_{i} : {ANY}" if epilogue else "",
         _LOWER_VECTORS.format(h=f"%forall{i}", i=i),
+        late_pack_vectors,
         # One cache block spans K: each tile's accumulators can start at zero in registers.
         f'transform.annotate %lf{i}#0 "{ZERO_MARK}" : {ANY}' if kc >= k and not epilogue else "",
     )
