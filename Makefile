@@ -3,6 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The cores this process may use (nproc honours affinity and cgroup limits).
+WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: demo test lint bench clean
 
@@ -15,9 +17,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
+# One worker per core (2 here: ~12 min instead of ~24 on a 2-core Zen 3); a test file's
+# tests stay in one worker, in order (module fixtures, files a test writes).
 test: $(STAMP)
 	$(BIN)/python -m ruff check .
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile tests
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check .

@@ -265,18 +265,22 @@ def test_reduce_precision_to_the_types_own_format_is_the_identity() -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_reference_conversions_agree_with_xla(name: str) -> None:
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    dt = xm.dtype_of(xm.type_of(name))
-    xla = jax.jit(lambda a: jax.lax.convert_element_type(a, dt), static_argnums=())
-    for x in (np.concatenate([_f32_boundaries(name), _f32_sweep()]), _boundaries(name),
-              np.arange(1 << 16, dtype=np.uint16).view(np.float16),
-              np.arange(1 << 16, dtype=np.uint16).view(ml_dtypes.bfloat16),
-              ref.values("s64", 300, seed=9)):
-        _same_bits(ref.convert(x, name), np.asarray(xla(x)), x, f"{x.dtype} -> {name}: reference vs XLA")
-    bits = all_bits(xm.type_of(name))
-    for wide in (np.float32, np.float64):
-        got = np.asarray(jax.jit(lambda a, w=wide: jax.lax.convert_element_type(a, w))(bits))
-        _same_values(ref.convert(bits, np.dtype(wide).name.replace("float", "f")), got, f"{name} -> {wide}")
+    # Scoped: a global jax_enable_x64 stays on for every later test of the process (jax
+    # programs then lower float64 constants and fail where they ran alone).
+    with jax.enable_x64(True):
+        dt = xm.dtype_of(xm.type_of(name))
+        xla = jax.jit(lambda a: jax.lax.convert_element_type(a, dt), static_argnums=())
+        for x in (np.concatenate([_f32_boundaries(name), _f32_sweep()]), _boundaries(name),
+                  np.arange(1 << 16, dtype=np.uint16).view(np.float16),
+                  np.arange(1 << 16, dtype=np.uint16).view(ml_dtypes.bfloat16),
+                  ref.values("s64", 300, seed=9)):
+            _same_bits(ref.convert(x, name), np.asarray(xla(x)), x,
+                       f"{x.dtype} -> {name}: reference vs XLA")
+        bits = all_bits(xm.type_of(name))
+        for wide in (np.float32, np.float64):
+            got = np.asarray(jax.jit(lambda a, w=wide: jax.lax.convert_element_type(a, w))(bits))
+            _same_values(ref.convert(bits, np.dtype(wide).name.replace("float", "f")), got,
+                         f"{name} -> {wide}")
 
 
 @pytest.mark.parametrize("name", NAMES)
