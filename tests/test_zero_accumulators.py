@@ -138,15 +138,15 @@ def test_convolution_same_bits_on_every_target() -> None:
         np.testing.assert_array_equal(got.view(np.uint32), results[0].view(np.uint32))
 
 
-def test_avx512_blocks_span_1024_deep() -> None:
-    """The AVX-512 tiles' cache blocks are 1024 deep (8 panels): a 1024-deep product is one
-    block and starts from zero; 2048 deep is two blocks and keeps the fill. On any machine
-    (targets_support.compile_for)."""
-    p = schedules.Params.for_target("x86-64-v4")
-    assert (p.mr, p.nr, p.nc, p.kc) == (8, 32, 8, 1024)
-    assert schedules.Params.for_target("x86-64-v3").kc == 256
+@pytest.mark.parametrize("target, tiles", [("x86-64-v4", (8, 32, 8, 1024)), ("x86-64-v3", (6, 16, 16, 1024))])
+def test_blocks_span_1024_deep(target: str, tiles: tuple[int, int, int, int]) -> None:
+    """Both register tiles' cache blocks are 1024 deep (8 panels of 32 with AVX-512, 16 of
+    16 with AVX2): a 1024-deep product is one block and starts from zero; 2048 deep is two
+    blocks and keeps the fill. On any machine (targets_support.compile_for)."""
+    p = schedules.Params.for_target(target)
+    assert (p.mr, p.nr, p.nc, p.kc) == tiles
     for k, one_block in ((1024, True), (2048, False)):
-        exe = compile_for(_matmul(40, k, 64), "x86-64-v4")
+        exe = compile_for(_matmul(40, k, 64), target)
         tiled = exe.stages["tiled"]
         assert _accumulators_from_zero(tiled, p) == one_block and (ZERO_FILL in tiled) != one_block
         x, y = _ints((40, k), 10), _ints((k, 64), 11)
