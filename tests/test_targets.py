@@ -224,6 +224,20 @@ def test_target_changes_the_machine_code(tmp_path: Path, monkeypatch: pytest.Mon
         assert "zmm" in _disassemble(xm.compile(_matmul(), target_cpu="x86-64-v4"), tmp_path)
 
 
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler to link the export")
+def test_x86_64_v4_machine_code_on_any_machine(tmp_path: Path) -> None:
+    """x86-64-v4's own instructions, checked where they cannot run: an exported library is
+    generated for its CPU without the JIT. The 8 x 32 register tiles in zmm registers."""
+    library = tmp_path / "libmatmul.so"
+    xm.compile(_matmul()).export(str(library), target_cpu="x86-64-v4")
+    objdump = shutil.which("llvm-objdump") or shutil.which("objdump")
+    if objdump is None:
+        pytest.skip("no objdump to disassemble with")
+    code = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(library)], capture_output=True,
+                          text=True, check=True).stdout
+    assert re.search(r"vfmadd\w+\s+.*zmm", code), "no 512-bit fma in the x86-64-v4 export"
+
+
 def test_write_object_needs_the_environment_variable(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("XLAMLIR_KEEP_OBJECT", raising=False)
     xm.runtime.clear_cache()
