@@ -101,8 +101,30 @@ def median_time(fn: Callable[[], object], repeats: int) -> float:
     return float(np.median(samples))
 
 
+#: Rounds of blocks in `medians`: each library's calls are split over this many blocks.
+BLOCK_ROUNDS = 3
+
+
 def medians(fns: list[Callable[[], Any] | None], repeats: int) -> list[float | None]:
-    """Median seconds per call of each fn, each timed in its own block of `repeats` calls
-    after a warm-up call. Not interleaved: OpenBLAS's threads spin for a while after a
-    call and would take the cores from the next call of another library."""
-    return [None if f is None else median_time(f, repeats) for f in fns]
+    """Median seconds per call of each fn over `repeats` calls, after a warm-up call.
+
+    Each fn's calls run in blocks, every block after the settle pause, and the blocks of
+    the fns alternate over BLOCK_ROUNDS rounds: this 2-core VM's speed drifts by up to
+    half within a minute (the same program 1.3 and 3.0 ms in two runs), and a slow phase
+    then falls on every library alike instead of on whichever block it hit. Not
+    interleaved call by call: OpenBLAS's threads spin for a while after a call and would
+    take the cores from the next call of another library."""
+    per_block = max(1, -(-rounds(repeats) // BLOCK_ROUNDS))
+    samples: list[list[float]] = [[] for _ in fns]
+    for round_ in range(BLOCK_ROUNDS):
+        for fn, times in zip(fns, samples):
+            if fn is None:
+                continue
+            time.sleep(SETTLE_S)
+            if round_ == 0:
+                fn()
+            for _ in range(per_block):
+                start = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - start)
+    return [None if fn is None else float(np.median(times)) for fn, times in zip(fns, samples)]

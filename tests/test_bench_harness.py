@@ -93,3 +93,18 @@ def test_warm_column_is_empty_when_the_cache_is_off(monkeypatch: pytest.MonkeyPa
     assert suite.main(["--quick", "--only", "while 1000"]) == 0
     (row,) = json.loads((tmp_path / "results-only.json").read_text())["workloads"]
     assert row["warm_compile_s"] is None
+
+
+def test_medians_alternate_blocks_of_each_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of ours, numpy and JAX take turns (a slow phase of the machine falls on all
+    alike), each library warmed up once, None skipped, every call timed once."""
+    monkeypatch.setattr(timing, "SETTLE_S", 0.0)
+    monkeypatch.setattr(timing, "QUICK", False)  # suite.main sets it for the process
+    calls: list[str] = []
+    fns = [lambda: calls.append("a"), None, lambda: calls.append("b")]
+    got = timing.medians(fns, 6)
+    per_block = -(-6 // timing.BLOCK_ROUNDS)
+    first = "a" + per_block * "a" + "b" + per_block * "b"  # each with its warm-up call
+    later = per_block * "a" + per_block * "b"
+    assert "".join(calls) == first + later * (timing.BLOCK_ROUNDS - 1)
+    assert got[1] is None and all(isinstance(t, float) and t >= 0 for t in (got[0], got[2]))
