@@ -11,6 +11,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from targets_support import runs_here
 
 import xlamlir as xm
 from xlamlir.runtime import targets
@@ -19,14 +20,10 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 F16 = np.dtype(np.float16)
 
 
-def _runnable(cpu: str) -> bool:
-    return cpu == "host" or not targets.missing_features(cpu)
-
-
 # x86-64-v2/v3 must run on every machine this project supports (AVX2); v4 needs AVX-512.
 TARGETS = ["host", "x86-64-v2", "x86-64-v3",
            pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-               not _runnable("x86-64-v4"), reason="this CPU has no AVX-512: cannot run x86-64-v4 code"))]
+               not runs_here("x86-64-v4"), reason="this CPU has no AVX-512: cannot run x86-64-v4 code"))]
 
 
 def _special(dtype: np.dtype) -> np.ndarray:
@@ -220,7 +217,7 @@ def test_target_changes_the_machine_code(tmp_path: Path, monkeypatch: pytest.Mon
     assert "zmm" not in v3
     v2 = _disassemble(xm.compile(_matmul(), target_cpu="x86-64-v2"), tmp_path)
     assert "xmm" in v2 and not re.search(r"[yz]mm|vfmadd", v2)
-    if _runnable("x86-64-v4"):
+    if runs_here("x86-64-v4"):
         assert "zmm" in _disassemble(xm.compile(_matmul(), target_cpu="x86-64-v4"), tmp_path)
 
 

@@ -15,10 +15,10 @@ from conftest import check_ir_here, stage_text
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 from mlir.runtime import get_ranked_memref_descriptor
+from targets_support import runs_here
 
 import xlamlir as xm
 from xlamlir.dialect.context import new_context
-from xlamlir.runtime import targets
 from xlamlir.runtime.compiler import load_async_runtime, runtime_libraries
 
 N = 1_000_000
@@ -187,12 +187,8 @@ def test_other_ops_in_a_body_still_keep_it_scalar() -> None:
 # -- targets and IR --------------------------------------------------------------------------
 
 
-def _runnable(cpu: str) -> bool:
-    return cpu == "host" or not targets.missing_features(cpu)
-
-
 TARGETS = ["x86-64-v2", "x86-64-v3", pytest.param("x86-64-v4", marks=pytest.mark.skipif(
-    not _runnable("x86-64-v4"), reason="this CPU has no AVX-512: cannot run x86-64-v4 code"))]
+    not runs_here("x86-64-v4"), reason="this CPU has no AVX-512: cannot run x86-64-v4 code"))]
 
 
 @pytest.mark.parametrize("target", TARGETS)
