@@ -110,7 +110,8 @@ BLOCK_ROUNDS = 3
 
 
 def medians(fns: list[Callable[[], Any] | None], repeats: int) -> list[float | None]:
-    """Median seconds per call of each fn over `repeats` calls, after a warm-up call.
+    """Median seconds per call of each fn over `repeats` calls (whole blocks: rounded up),
+    after a warm-up call.
 
     Each fn's calls run in blocks, every block after the settle pause, and the blocks of
     the fns alternate over BLOCK_ROUNDS rounds: this 2-core VM's speed drifts by up to
