@@ -110,7 +110,7 @@ def _lane_fold(fn, init: np.ndarray, xs: np.ndarray, lanes: int = 16,
 # -- programs ---------------------------------------------------------------------------------
 
 def _same_bits_everywhere(comp: xm.XlaComputation, args: list[np.ndarray]) -> list[np.ndarray]:
-    """The outputs, checked bit-identical on every runnable target; returns the host's."""
+    """The outputs, checked bit-identical on every target; returns the host's."""
     results = {}
     for target in TARGETS:
         out = xm.compile(comp, **target_options(target))(*args)

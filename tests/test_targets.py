@@ -190,14 +190,19 @@ def test_strided_conv_and_max_pool_same_bits_on_every_target(target: str) -> Non
     np.testing.assert_allclose(got[0], np.einsum("ncyxij,ocij->noyx", windows, k), rtol=1e-4, atol=1e-3)
 
 
-def _disassemble(exe: xm.Executable, tmp_path: Path) -> str:
+def _objdump(path: Path) -> str:
+    """The disassembly of an object file or library (skips the test without objdump)."""
     objdump = shutil.which("llvm-objdump") or shutil.which("objdump")
     if objdump is None:
         pytest.skip("no objdump to disassemble with")
-    path = tmp_path / f"{exe.target_cpu}.o"
-    exe.write_object(str(path))
     return subprocess.run([objdump, "-d", "--no-show-raw-insn", str(path)], capture_output=True,
                           text=True, check=True).stdout
+
+
+def _disassemble(exe: xm.Executable, tmp_path: Path) -> str:
+    path = tmp_path / f"{exe.target_cpu}.o"
+    exe.write_object(str(path))
+    return _objdump(path)
 
 
 def _matmul() -> xm.XlaComputation:
@@ -227,11 +232,7 @@ def test_x86_64_v4_machine_code_on_any_machine(tmp_path: Path) -> None:
     generated for its CPU without the JIT. The 8 x 32 register tiles in zmm registers."""
     library = tmp_path / "libmatmul.so"
     xm.compile(_matmul()).export(str(library), target_cpu="x86-64-v4")
-    objdump = shutil.which("llvm-objdump") or shutil.which("objdump")
-    if objdump is None:
-        pytest.skip("no objdump to disassemble with")
-    code = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(library)], capture_output=True,
-                          text=True, check=True).stdout
+    code = _objdump(library)
     assert re.search(r"vfmadd\w+\s+.*zmm", code), "no 512-bit fma in the x86-64-v4 export"
 
 
