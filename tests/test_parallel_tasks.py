@@ -12,15 +12,20 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 from mlir.runtime import get_ranked_memref_descriptor
 
 import xlamlir as xm
 from xlamlir.dialect.context import new_context
+from xlamlir.lowering.passes.parallel_tasks import shared_functions_text
 from xlamlir.lowering.pipeline import PARALLEL_LOOPS, SEQUENTIAL_LOOPS, Pipeline, run_pass
 from xlamlir.runtime.compiler import clear_cache, load_async_runtime
 
@@ -210,3 +215,61 @@ def test_a_captured_vector_is_read_unaligned_from_the_context() -> None:
     assert accesses and all(a is not None and int(a.group(1)) <= 16 for a in alignments), accesses
     values = exe()
     assert values.shape == (4000,) and values.min() >= -1 and values.max() < 1
+
+
+def _leave_cpu() -> Callable[[int], None]:
+    """The shared functions' `_LEAVE` (a worker stacked on its caller's CPU moves off it),
+    compiled with a public wrapper; kept alive by the returned function."""
+    load_async_runtime()
+    context = new_context()
+    with context, ir.Location.unknown():
+        module = ir.Module.parse(shared_functions_text("unused") + """
+llvm.func @leave(%cpu: i32) {
+  llvm.call @xlamlir_parallel_leave_cpu(%cpu) : (i32) -> ()
+  llvm.return
+}""")
+        engine = ExecutionEngine(module, opt_level=2)
+    packed = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.raw_lookup("leave"))
+
+    def leave(cpu: int) -> None:
+        value = ctypes.c_int32(cpu)
+        packed((ctypes.c_void_p * 1)(ctypes.addressof(value)))
+
+    leave.keep = (context, engine, packed)  # type: ignore[attr-defined]
+    return leave
+
+
+@pytest.mark.skipif(sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2,
+                    reason="a worker moves with Linux's affinity masks, between two CPUs at least")
+def test_a_worker_on_its_callers_cpu_moves_off_it_and_keeps_its_mask() -> None:
+    leave, libc = _leave_cpu(), ctypes.CDLL(None)
+    seen: dict[str, Any] = {}
+
+    def run() -> None:  # a thread of its own: affinity masks are per thread
+        allowed = os.sched_getaffinity(0)
+        here = libc.sched_getcpu()
+        leave(here)  # stacked on the caller's CPU: moves
+        seen["moved"] = (here, libc.sched_getcpu(), os.sched_getaffinity(0) == allowed)
+        elsewhere = libc.sched_getcpu()
+        leave(-1)  # the caller's CPU unknown (not Linux): stays, as for any other CPU
+        leave(max(allowed) + 1)
+        seen["stayed"] = os.sched_getaffinity(0) == allowed
+        os.sched_setaffinity(0, {elsewhere})
+        leave(elsewhere)  # no other CPU allowed: stays, its mask unchanged
+        seen["alone"] = (libc.sched_getcpu(), os.sched_getaffinity(0))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    here, now, same_mask = seen["moved"]
+    assert now != here and same_mask
+    assert seen["stayed"]
+    cpu, mask = seen["alone"]
+    assert mask == {cpu}
+
+
+def test_every_dispatch_records_its_cpu_for_the_workers() -> None:
+    llvm_text = xm.compile(exp_and_row_sums(512)).stages["llvm"]
+    assert llvm_text.count("llvm.func internal @xlamlir_parallel_leave_cpu(") == 1
+    if sys.platform == "linux":
+        assert "llvm.call @sched_getcpu()" in llvm_text

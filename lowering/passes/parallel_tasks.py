@@ -21,10 +21,11 @@ on a worker. Two passes replace the three:
   blocks 1.. submitted with `mlirAsyncRuntimeExecute` to the one shared plain
   trampoline, which runs the body on its block and emplaces the block's token (a tail
   call: nothing of the program runs on a worker after that); the calling thread runs
-  block 0 itself, then awaits the tokens. Per loop, only its body is code of its own:
-  the ExecutionEngine gives every function a packed wrapper unpacking its arguments,
-  and the first version (one dispatcher and one trampoline per loop, each taking all
-  the values) was half of softmax's machine code.
+  block 0 itself, then awaits the tokens. A worker woken onto the caller's CPU first
+  moves to another (`_LEAVE`): stacked there, the two ran one after the other.
+  Per loop, only its body is code of its own: the ExecutionEngine gives every function a
+  packed wrapper unpacking its arguments, and the first version (one dispatcher and one
+  trampoline per loop, each taking all the values) was half of softmax's machine code.
 
 The JIT does not compile each module's copy of the shared dispatcher and trampoline: the
 compiler swaps it for one copy per process after the pipeline (`call_shared_functions_at`,
@@ -37,6 +38,7 @@ Imports `dialect` (the reused context's cache).
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from mlir import ir
@@ -212,9 +214,11 @@ def _outline(function: Any, loop: Any, name: str) -> None:
 
 PARALLEL_FOR = "xlamlir_parallel_for"  # (body, context, total): the one shared dispatcher
 _TASK = "xlamlir_parallel_task"  # (record): the one shared trampoline
+_LEAVE = "xlamlir_parallel_leave_cpu"  # (cpu): moves the calling thread off `cpu`
 # A parallel loop's run on the dispatcher's stack: the body, its context, the iteration
-# count and the block size; and a block of it: the job, the block's number, its token.
-_JOB = "!llvm.struct<(ptr, ptr, i64, i64)>"
+# count, the block size and the CPU the dispatching thread ran on (-1: unknown); and a
+# block of it: the job, the block's number, its token.
+_JOB = "!llvm.struct<(ptr, ptr, i64, i64, i32)>"
 _RECORD = "!llvm.struct<(ptr, i64, ptr)>"
 _RUNTIME = {
     "mlirAsyncRuntimeCreateToken": "() -> !llvm.ptr",
@@ -224,7 +228,15 @@ _RUNTIME = {
     "mlirAsyncRuntimeExecute": "(!llvm.ptr, !llvm.ptr)",
     "mlirAsyncRuntimGetNumWorkerThreads": "() -> i64",  # sic: the runtime's spelling
 }
+# Linux's libc, for _LEAVE (elsewhere the CPU is "unknown" and no worker moves).
+_LIBC = {
+    "sched_getcpu": "() -> i32",
+    "sched_getaffinity": "(i32, i64, !llvm.ptr) -> i32",
+    "sched_setaffinity": "(i32, i64, !llvm.ptr) -> i32",
+} if sys.platform == "linux" else {}
+_CPU_SET_WORDS = 16  # glibc's cpu_set_t: 1024 CPUs
 _BODY = "!llvm.ptr, (!llvm.ptr, i64, i64) -> ()"  # an indirect call of a body function
+_SHARED_NAMES = (PARALLEL_FOR, _TASK, _LEAVE)
 _SHARED_KEY = "parallel_tasks.shared"  # in the context's cache: the parsed _SHARED
 
 
@@ -234,15 +246,76 @@ def _declaration(name: str, signature: str) -> str:
     return f'llvm.func @{name}{params}{returns} attributes {{sym_visibility = "private"}}'
 
 
+def _declarations() -> str:
+    """The functions of the runtime and libc the shared functions call."""
+    return "\n".join(_declaration(n, s) for n, s in {**_RUNTIME, **_LIBC}.items())
+
+
 def _field(ptr: str, struct: str, k: int, name: str) -> str:
     return f"  %{name} = llvm.getelementptr %{ptr}[0, {k}] : (!llvm.ptr) -> !llvm.ptr, {struct}"
 
+
+# A helper woken onto the CPU its caller runs on, next to it, leaves that CPU before it
+# starts. The scheduler sometimes stacks the two there (seen on KVM guests after an idle
+# pause: the caller's block, then the helper's, one core's speed until its load balancer
+# moves one, ~4 ms later), while the other core idles. A mask without that CPU moves the
+# helper at once; the old mask, set back, does not move it again. Two system calls when
+# it happens, one vDSO call (sched_getcpu, ~20 ns) when not.
+if _LIBC:
+    _CURRENT_CPU = "llvm.call @sched_getcpu() : () -> i32"
+    _LEAVE_BODY = f"""
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  %limit = llvm.mlir.constant({64 * _CPU_SET_WORDS} : i32) : i32
+  %words = llvm.mlir.constant({_CPU_SET_WORDS} : i64) : i64
+  %bytes = llvm.mlir.constant({8 * _CPU_SET_WORDS} : i64) : i64
+  %mask = llvm.alloca %words x i64 {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
+  %other = llvm.alloca %words x i64 {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
+  %mine = llvm.call @sched_getcpu() : () -> i32
+  %same = llvm.icmp "eq" %mine, %cpu : i32
+  %known = llvm.icmp "sge" %cpu, %zero : i32
+  %listed = llvm.icmp "slt" %cpu, %limit : i32
+  %valid = llvm.and %known, %listed : i1
+  %stacked = llvm.and %same, %valid : i1
+  llvm.cond_br %stacked, ^read, ^stay
+^read:
+  %got = llvm.call @sched_getaffinity(%zero, %bytes, %mask) : (i32, i64, !llvm.ptr) -> i32
+  %read = llvm.icmp "eq" %got, %zero : i32
+  llvm.cond_br %read, ^move, ^stay
+^move:
+  "llvm.intr.memcpy"(%other, %mask, %bytes) <{{isVolatile = false}}> : (!llvm.ptr, !llvm.ptr, i64) -> ()
+  %c = llvm.zext %cpu : i32 to i64
+  %six = llvm.mlir.constant(6 : i64) : i64
+  %low = llvm.mlir.constant(63 : i64) : i64
+  %one = llvm.mlir.constant(1 : i64) : i64
+  %all = llvm.mlir.constant(-1 : i64) : i64
+  %w = llvm.lshr %c, %six : i64
+  %b = llvm.and %c, %low : i64
+  %bit = llvm.shl %one, %b : i64
+  %keep = llvm.xor %bit, %all : i64
+  %wp = llvm.getelementptr %other[%w] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+  %word = llvm.load %wp : !llvm.ptr -> i64
+  %cleared = llvm.and %word, %keep : i64
+  llvm.store %cleared, %wp : i64, !llvm.ptr
+  %set = llvm.call @sched_setaffinity(%zero, %bytes, %other) : (i32, i64, !llvm.ptr) -> i32
+  %moved = llvm.icmp "eq" %set, %zero : i32
+  llvm.cond_br %moved, ^restore, ^stay
+^restore:
+  %back = llvm.call @sched_setaffinity(%zero, %bytes, %mask) : (i32, i64, !llvm.ptr) -> i32
+  llvm.br ^stay
+^stay:
+  llvm.return"""
+else:
+    _CURRENT_CPU = "llvm.mlir.constant(-1 : i32) : i32"
+    _LEAVE_BODY = "\n  llvm.return"
 
 # Internal and never inlined: one copy each per module, whatever the number of loops.
 # A worker's last step in the program's code is a tail call emplacing its block's token:
 # once the caller has seen every token, the program (and its machine code) may be freed
 # while workers are still returning, and none is then left inside that code.
 _SHARED = f"""
+llvm.func internal @{_LEAVE}(%cpu: i32) attributes {{no_inline}} {{{_LEAVE_BODY}
+}}
+
 llvm.func internal @{_TASK}(%rec: !llvm.ptr) attributes {{no_inline}} {{
   %job = llvm.load %rec : !llvm.ptr -> !llvm.ptr
 {_field("rec", _RECORD, 1, "bp")}
@@ -254,6 +327,9 @@ llvm.func internal @{_TASK}(%rec: !llvm.ptr) attributes {{no_inline}} {{
   %total = llvm.load %tp : !llvm.ptr -> i64
 {_field("job", _JOB, 3, "sp")}
   %size = llvm.load %sp : !llvm.ptr -> i64
+{_field("job", _JOB, 4, "up")}
+  %caller = llvm.load %up : !llvm.ptr -> i32
+  llvm.call @{_LEAVE}(%caller) : (i32) -> ()
   %first = llvm.mul %b, %size : i64
   %end = llvm.add %first, %size : i64
   %over = llvm.icmp "slt" %total, %end : i64
@@ -291,6 +367,9 @@ llvm.func internal @{PARALLEL_FOR}(%fn: !llvm.ptr, %ctx: !llvm.ptr, %total: i64)
   llvm.store %total, %tp : i64, !llvm.ptr
 {_field("job", _JOB, 3, "sp")}
   llvm.store %size, %sp : i64, !llvm.ptr
+  %cpu = {_CURRENT_CPU}
+{_field("job", _JOB, 4, "up")}
+  llvm.store %cpu, %up : i32, !llvm.ptr
   %recs = llvm.alloca %blocks x {_RECORD} {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
   %task = llvm.mlir.addressof @{_TASK} : !llvm.ptr
   llvm.br ^submit(%one : i64)
@@ -431,8 +510,7 @@ def _shared_ops(context: ir.Context) -> tuple[ir.Module, list[tuple[Any, str, bo
     if cache is not None and _SHARED_KEY in cache:
         return cache[_SHARED_KEY]
     # The text calls the bodies only indirectly: the runtime is all it declares.
-    parsed = ir.Module.parse("\n".join([*(_declaration(n, s) for n, s in _RUNTIME.items()), _SHARED]),
-                             context)
+    parsed = ir.Module.parse(_declarations() + "\n" + _SHARED, context)
     ops = [(op.operation, ir.StringAttr(op.attributes["sym_name"]).value,
             len(op.regions[0].blocks) == 0) for op in parsed.body.operations]
     if cache is not None:
@@ -446,7 +524,7 @@ def _shared_ops(context: ir.Context) -> tuple[ir.Module, list[tuple[Any, str, bo
 def shared_functions_text(address_function: str) -> str:
     """A module of its own holding the shared functions and `address_function`, which
     returns the dispatcher's address (the ExecutionEngine looks up packed wrappers only)."""
-    return "\n".join([*(_declaration(n, s) for n, s in _RUNTIME.items()), _SHARED, f"""
+    return "\n".join([_declarations(), _SHARED, f"""
 llvm.func @{address_function}() -> !llvm.ptr {{
   %a = llvm.mlir.addressof @{PARALLEL_FOR} : !llvm.ptr
   llvm.return %a : !llvm.ptr
@@ -458,9 +536,9 @@ def _shared_functions_of(module: ir.Module) -> list[Any]:
     for op in module.body.operations:
         if op.operation.name == "llvm.func" and "sym_name" in op.attributes:
             name = ir.StringAttr(op.attributes["sym_name"]).value
-            if name in (PARALLEL_FOR, _TASK) and len(op.regions[0].blocks):
+            if name in _SHARED_NAMES and len(op.regions[0].blocks):
                 shared.append(op)
-    return shared if len(shared) == 2 else []
+    return shared if len(shared) == len(_SHARED_NAMES) else []
 
 
 def defines_shared_functions(module: ir.Module) -> bool:
