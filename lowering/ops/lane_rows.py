@@ -5,10 +5,10 @@ A[r, c * 16 + l] * x[c * 16 + l] for c = 0, 1, ... into a zero, then y[r] is zer
 lanes 0..15 in order. Those generics, tiled by lowering/passes/lane_schedules.py, run
 8 rows side by side (the chunk loop outside the rows: 8 streams through A, 1 KB apart
 for K = 256), keep the partial sums in a zero-filled [M, 16] buffer and fold it in a
-second loop. Here each row is one accumulator carried through its own chunk loop,
-which reads the row as one contiguous stream (the rows' dependent add chains overlap
-in the out-of-order core: a tanh RNN step's two 256 x 256 products ran 1.2x faster
-with 64-byte aligned rows), and every 16 rows' accumulators are folded at once by a
+second loop. Here each row is one accumulator, CHAINS rows' carried by one chunk
+loop, which reads each row as one contiguous stream and x once for them (their
+dependent add chains side by side; a tanh RNN step's two 256 x 256 products ran 1.2x
+faster with 64-byte aligned rows), and every 16 rows' accumulators are folded at once by a
 16 x 16 transpose in registers (4 rounds of shuffles) into one vector of y: no
 partials buffer, no fill, no second pass. Rows past the last whole block of 16 are
 zero vectors and not written. Only element moves and the generics' own multiply-add
@@ -31,6 +31,12 @@ MIN_ROWS = LANES  # fewer rows: the generics (one partial fold per row costs as 
 # side by side win (same process: [1024, 4096] 284 vs 211 us; [1024, 1024] 42 vs 48,
 # [512, 2048] 42 vs 43, [256, 256] in an RNN step 1.6x faster).
 MAX_DEPTH = 1024
+# Rows whose chains one chunk loop carries. One row's chain of 16 dependent multiply-adds
+# (K = 256) left the core waiting on each add's latency: a 256 x 256 product took 8.7 us
+# on Zen 3 (AVX2); four rows side by side: 5.5 us (a tanh RNN step's two products 17.4
+# -> 8.4-11 us; eight rows measured the same within this VM's noise and take all 16 AVX2
+# registers). Any count gives the same sums: each row's chain is unchanged.
+CHAINS = 4
 
 
 def _converted(value: ir.Value) -> bool:
@@ -70,20 +76,27 @@ def lane_rows(matrix: ir.Value, vector_value: ir.Value, zero: ir.Value,
     flat_map = ir.AffineMap.get_identity(1)
     zeros = vector.broadcast(lane_type, zero)
 
-    def row_sum(row: ir.Value) -> ir.Value:
-        """Lane partial sums of one row: its chunks in order, into zeros."""
-        loop = scf.ForOp(_index(0), _index(depth), _index(LANES), [zeros])
+    def row_sums(rows: list[ir.Value]) -> list[ir.Value]:
+        """Lane partial sums of a few rows: each row's chunks in order, into zeros, the
+        rows' chains side by side in one loop (one read of x per chunk)."""
+        loop = scf.ForOp(_index(0), _index(depth), _index(LANES), [zeros] * len(rows))
         with ir.InsertionPoint(loop.body):
             c = loop.induction_variable
-            a = vector.transfer_read(lane_type, matrix, [row, c], row_map, zero, [True])
             x = vector.transfer_read(lane_type, vector_value, [c], flat_map, zero, [True])
-            acc = loop.inner_iter_args[0]
-            scf.YieldOp([multiply_add(x, a, acc) if vector_first else multiply_add(a, x, acc)])
-        return loop.results[0]
+            sums = []
+            for row, acc in zip(rows, loop.inner_iter_args):
+                a = vector.transfer_read(lane_type, matrix, [row, c], row_map, zero, [True])
+                sums.append(multiply_add(x, a, acc) if vector_first else multiply_add(a, x, acc))
+            scf.YieldOp(sums)
+        return list(loop.results)
 
     def block(first: ir.Value, count: int, out: ir.Value) -> ir.Value:
         """y[first:first + count] (count <= 16) written into `out`."""
-        lanes = [row_sum(arith.addi(first, _index(i))) if i < count else zeros for i in range(LANES)]
+        lanes = []
+        for group in range(0, count, CHAINS):
+            rows_of_group = range(group, min(count, group + CHAINS))
+            lanes += row_sums([arith.addi(first, _index(i)) for i in rows_of_group])
+        lanes += [zeros] * (LANES - count)
         y = zeros
         for lane in transposed(lanes, pairs_first=True):
             y = add(y, lane)
