@@ -35,6 +35,7 @@ from .passes.loop_state import loop_state_in_place
 from .passes.parallel_outputs import outputs_as_inputs
 from .passes.parallel_tasks import outline_parallel_loops, parallel_tasks_to_llvm
 from .passes.register_tiles import register_tiles_as_rows
+from .passes.row_fusion import fuse_rows
 from .passes.row_softmax import rows_softmax
 from .passes.schedules import schedule_contractions
 from .passes.soft_float import expand_narrow_floats, expand_small_floats
@@ -80,6 +81,7 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "cse",
         elementwise_in_place,  # attention's probabilities written over its scores
         rows_softmax,  # softmax as one loop over rows: one exp per element, rows in L1
+        fuse_rows,  # other row reductions with their consumer: blocks of rows in L1
     ]),
     ("tiled", [
         # Matmuls and convolutions: packed, tiled for cache and registers, vectorized and

@@ -521,7 +521,7 @@ class Generator(StructuredOps, NarrowOps):
                   "call", "map", "argmax", "reduce_window", "reduce_window", "select_and_scatter",
                   "conv", "conv", "fft", "cholesky", "triangular_solve", "batch_norm", "bits", "top_k",
                   "rng_bit_generator", "collective", "custom_call", "scan", "composite_call",
-                  "ragged_dot", "scaled_dot", "narrow", "narrow",
+                  "ragged_dot", "scaled_dot", "narrow", "narrow", "row_norm",
                   "twin", "twin", "twin")
 
     def make(self) -> Case:

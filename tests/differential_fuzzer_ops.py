@@ -822,6 +822,41 @@ class StructuredOps:
         return self.add(op, scale.bound * (x.bound + mean.bound) + offset.bound, False,
                         f"batch_norm_inference feature {f}")
 
+    # ---- row reductions read back along their rows ---------------------------------------
+
+    def g_row_norm(self) -> Any:
+        """A layer norm's shape: row reductions broadcast back along the rows and combined
+        with the rows, once or twice, sometimes scaled by a vector along the columns. At
+        >= 32K elements, so lowering/passes/row_fusion.py fuses them into one loop over
+        blocks of rows (row counts with and without divisors)."""
+        dtype = self.src.choice([*WIDE_FLOATS, np.dtype(np.int32)])
+        cols = self.src.choice([(64,), (96,), (100,), (256,), (1024,), (4, 64), (3, 48)])
+        rows = max(self.src.choice([37, 64, 300, 512]), -(-(1 << 15) // math.prod(cols)))
+        x = self.new_input(dtype, (rows, *cols))
+        shape, tail = (rows, *cols), list(range(1, 1 + len(cols)))
+        y = x
+        for _ in range(self.src.integer(1, 2)):
+            kind = self.src.choice(["add", "add", "max", "min"])
+            init = _identity(kind, y.dtype)
+            total = self.b.reduce(y.op, self.b.constant(init), _combine(kind), tail)
+            bound = y.bound * math.prod(cols) if kind == "add" else y.bound
+            sums = self.add(total, bound, y.exact, f"reduce {kind} {tail}")
+            back = self.b.broadcast_in_dim(sums.op, shape, [0])
+            how = self.src.choice(["sub", "add", "mul", "max"])
+            bound = sums.bound * y.bound if how == "mul" else sums.bound + y.bound
+            if y.dtype.kind == "i" and bound >= 2**31:
+                bound = math.inf
+            y = self.add(getattr(self.b, how)(y.op, back), bound, y.exact and sums.exact,
+                         f"{how} rows, broadcast {kind}")
+        if self.src.chance(0.5):
+            scale = self.new_input(dtype, cols)
+            along = self.b.broadcast_in_dim(scale.op, shape, tail)
+            bound = y.bound * scale.bound
+            if y.dtype.kind == "i" and bound >= 2**31:
+                bound = math.inf
+            y = self.add(self.b.mul(y.op, along), bound, y.exact and scale.exact, "mul by columns")
+        return y
+
     # ---- bits ---------------------------------------------------------------------------------
 
     def g_bits(self) -> Any:

@@ -9,6 +9,8 @@ bits.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -59,7 +61,7 @@ def test_streamed_matrices_get_an_aligned_copy_the_sliced_input_does_not() -> No
     assert "extract_aligned_pointer_as_index %arg2 " not in bufferized
     assert "extract_aligned_pointer_as_index %arg3 " not in bufferized
     body = bufferized[loop:bufferized.index("return", loop)]
-    assert "%arg0" not in body and "%arg1" not in body
+    assert re.search(r"%arg[01]\b", body) is None  # (%arg10 may be a loop's value)
 
 
 def test_small_parameters_are_read_in_place() -> None:

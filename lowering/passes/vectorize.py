@@ -131,7 +131,8 @@ def _loop_ranges(op: Any) -> list[int] | None:
     n_dims = None
     for value, text in zip(op.operands, maps):
         type_text = str(value.type)
-        if not type_text.startswith("memref<") or "strided<" in type_text or "affine_map" in type_text:
+        if not type_text.startswith("memref<") or "affine_map" in type_text \
+                or ("strided<" in type_text and not _rows_of_contiguous(value.type)):
             return None
         parsed = _map_dims(text)
         if parsed is None:
@@ -141,8 +142,7 @@ def _loop_ranges(op: Any) -> list[int] | None:
         shape = ir.MemRefType(value.type).shape
         if any(s < 0 for s in shape) or len(shape) != len(results):
             return None
-        element = type_text.rsplit("x", 1)[-1].rstrip(">") if shape else type_text[7:-1]
-        if element not in _ELEMENT_TYPES:
+        if str(ir.MemRefType(value.type).element_type) not in _ELEMENT_TYPES:
             return None
         seen = set()
         for size, result in zip(shape, results):
@@ -153,6 +153,13 @@ def _loop_ranges(op: Any) -> list[int] | None:
     if n_dims is None or len(ranges) != n_dims or n_dims == 0:
         return None
     return [ranges[d] for d in range(n_dims)]
+
+
+def _rows_of_contiguous(t: ir.Type) -> bool:
+    """Whether a strided memref (a block of rows, lowering/passes/row_fusion.py) has
+    static strides, the innermost 1: vectors along it load as from an identity layout."""
+    strides, _ = ir.MemRefType(t).get_strides_and_offset()
+    return bool(strides) and strides[-1] == 1 and all(s >= 0 for s in strides)
 
 
 def _body_ok(op: Any) -> tuple[bool, int]:
