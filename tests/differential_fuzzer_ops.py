@@ -783,7 +783,9 @@ class StructuredOps:
         bdims = a.dims[:-2] + ((m, extra) if left else (extra, m))
         rhs = self.new_input(a.dtype, bdims)
         op = self.b.triangular_solve(tri, rhs.op, left, lower, unit, trans)
-        growth = (1 + math.sqrt(2 * c)) ** m if unit else 1.0
+        # In logs: m can be hundreds (a row_norm value), and the power overflows a float.
+        log_growth = m * math.log1p(math.sqrt(2 * c)) if unit else 0.0
+        growth = math.exp(log_growth) if log_growth < 700 else math.inf
         return self.add(op, rhs.bound * m * growth, False,
                         f"triangular_solve left={left} lower={lower} unit={unit} {trans}")
 
@@ -830,6 +832,7 @@ class StructuredOps:
         >= 32K elements, so lowering/passes/row_fusion.py fuses them into one loop over
         blocks of rows (row counts with and without divisors)."""
         dtype = self.src.choice([*WIDE_FLOATS, np.dtype(np.int32)])
+        start = len(self.pool)
         cols = self.src.choice([(64,), (96,), (100,), (256,), (1024,), (4, 64), (3, 48)])
         rows = max(self.src.choice([37, 64, 300, 512]), -(-(1 << 15) // math.prod(cols)))
         x = self.new_input(dtype, (rows, *cols))
@@ -855,6 +858,10 @@ class StructuredOps:
             if y.dtype.kind == "i" and bound >= 2**31:
                 bound = math.inf
             y = self.add(self.b.mul(y.op, along), bound, y.exact and scale.exact, "mul by columns")
+        # Returned, not left for other families to pick: at this size their references
+        # (a triangular solve of 300 rows, a sort network...) would take the run's time.
+        del self.pool[start:]
+        self.wanted.append(y)
         return y
 
     # ---- bits ---------------------------------------------------------------------------------
