@@ -14,7 +14,7 @@ rows, and summed into y's 16 elements in the generic's order (y first, then lane
 0..15). Every element sees the same additions in the same order: the same bits on
 every target. Rows past the last whole block of 16 are read as zero vectors and not
 written (a masked write). Runs on buffers, before "vectorized" schedules the generics.
-Imports `lowering.register_transpose`.
+Imports `lowering.register_transpose` and generic_attrs.
 """
 
 from __future__ import annotations
@@ -26,14 +26,10 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 from ..register_transpose import transposed
+from .generic_attrs import iterator_kinds
 
 LANES = 16
 TAG = "xlamlir.lane_fold"  # lowering/ops/dot_lanes.py's FOLD_TAG (passes import no ops)
-
-
-def _iterators(op: Any) -> list[str]:
-    return ["reduction" if "reduction" in str(a) else "parallel"
-            for a in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
 def _rows_readable(t: ir.Type, collapsed: bool) -> bool:
@@ -64,7 +60,7 @@ def _plan(op: Any) -> tuple[ir.Value, ir.Value, Any] | None:
     if not isinstance(element, (ir.F32Type, ir.F64Type)) or rank < 2 or shape[-1] != LANES or \
             list(ir.MemRefType(out.type).shape) != list(shape[:-1]):
         return None
-    if _iterators(op) != ["parallel"] * (rank - 1) + ["reduction"]:
+    if iterator_kinds(op) != ["parallel"] * (rank - 1) + ["reduction"]:
         return None
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     dims = [ir.AffineDimExpr.get(i) for i in range(rank)]

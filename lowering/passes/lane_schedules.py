@@ -10,7 +10,7 @@ was: an in-order sum of 16 lanes per row (vectorized, it is a 16 x 16 transpose 
 ordered vector.reduction per row, which cost LLVM far more compile time than the
 fold's ~1/16 of the work can return). The arithmetic of every element is unchanged
 (mulf, then addf: no fma contraction), so every target computes the same bits.
-Imports nothing of ours.
+Imports generic_attrs.
 """
 
 from __future__ import annotations
@@ -20,15 +20,12 @@ from typing import Any
 from mlir import ir
 from mlir.dialects.transform import interpreter
 
+from .generic_attrs import iterator_kinds
+
 TAG = "xlamlir.lanes"
 ANY = "!transform.any_op"
 LANES = 16
 ROWS = 8  # rows of partials per register tile: 8 accumulators of 16 lanes
-
-
-def _iterators(op: Any) -> list[str]:
-    return ["reduction" if "reduction" in str(a) else "parallel"
-            for a in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
 def _static_float(value: ir.Value) -> bool:
@@ -58,7 +55,7 @@ def _plan(op: Any) -> tuple[Any, int, int] | None:
     its fold (rank: loops of the partials; rows: the extent of the row loop), else None."""
     if op.name != "linalg.generic" or len(op.operands) != 3 or len(op.results) != 1:
         return None
-    kinds = _iterators(op)
+    kinds = iterator_kinds(op)
     rank = len(kinds)
     if rank < 3 or kinds != ["parallel"] * (rank - 2) + ["reduction", "parallel"]:
         return None
@@ -71,7 +68,7 @@ def _plan(op: Any) -> tuple[Any, int, int] | None:
     fold = _single_user(op.results[0])
     if fold is None or fold.name != "linalg.generic" or len(fold.operands) != 2:
         return None
-    if _iterators(fold) != ["parallel"] * (rank - 2) + ["reduction"] or \
+    if iterator_kinds(fold) != ["parallel"] * (rank - 2) + ["reduction"] or \
             _body(fold) != ["arith.addf", "linalg.yield"]:
         return None
     if not _static_float(fold.operands[1]):

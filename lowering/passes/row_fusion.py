@@ -20,7 +20,7 @@ reduction (elementwise chains are one generic already).
 
 The results are the same bits: each output element's reduction runs over the same
 elements in the same order; only which rows are done when changes.
-Imports vectorize (what its schedules take, the cores).
+Imports vectorize (what its schedules take, the cores) and generic_attrs.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from mlir import ir
 from mlir.dialects.transform import interpreter
 from mlir.passmanager import PassManager
 
+from .generic_attrs import iterator_kinds
 from .vectorize import _ELEMENT_TYPES, _body_ok, threads
 
 #: Bytes of a block of the root's rows (a row of the input per reduction besides): the
@@ -44,11 +45,6 @@ MIN_ELEMENTS = 1 << 15
 MIN_BLOCKS = 8
 _ATTR = "xlamlir.row_fusion"  # the root's number, and producer numbers, for the script
 _PRODUCERS = ("linalg.generic", "linalg.fill")
-
-
-def _iterators(op: Any) -> list[str]:
-    return ["reduction" if "reduction" in str(a) else "parallel"
-            for a in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
 def _maps(op: Any) -> list[ir.AffineMap]:
@@ -75,7 +71,7 @@ def _rows_out(op: Any) -> bool:
         return False
     if op.name == "linalg.fill":
         return True
-    return _iterators(op)[0] == "parallel" and _first_index_is_row(_maps(op)[-1])
+    return iterator_kinds(op)[0] == "parallel" and _first_index_is_row(_maps(op)[-1])
 
 
 def _reads_rows(user: Any, value: ir.Value) -> bool:
@@ -97,7 +93,7 @@ def _vectorizes(op: Any) -> bool:
     if op.name == "linalg.fill":
         return True
     shape = ir.RankedTensorType(op.results[0].type).shape
-    return _body_ok(op)[0] and _iterators(op)[-1] == "parallel" and shape[-1] >= 4
+    return _body_ok(op)[0] and iterator_kinds(op)[-1] == "parallel" and shape[-1] >= 4
 
 
 def _reads_blocks_of_rows(op: Any, group: list[Any]) -> bool:
@@ -137,7 +133,7 @@ def _group(root: Any, block_ops: list[Any]) -> list[Any]:
 def _root_candidate(op: Any) -> bool:
     if op.name != "linalg.generic" or len(op.results) != 1 or _static_tensor(op.results[0]) is None:
         return False
-    return all(k == "parallel" for k in _iterators(op)) and _first_index_is_row(_maps(op)[-1])
+    return all(k == "parallel" for k in iterator_kinds(op)) and _first_index_is_row(_maps(op)[-1])
 
 
 def _block_rows(result: ir.RankedTensorType, threads: int) -> int | None:
@@ -174,7 +170,7 @@ def fuse_rows(module_op: Any, pass_: Any) -> None:
             if root in taken or not _root_candidate(root):
                 continue
             group = _group(root, block_ops)
-            if not any(op.name == "linalg.generic" and "reduction" in _iterators(op) for op in group):
+            if not any(op.name == "linalg.generic" and "reduction" in iterator_kinds(op) for op in group):
                 continue
             members = [root, *group]
             if not all(_vectorizes(op) for op in members if _reads_blocks_of_rows(op, members)):
@@ -186,7 +182,7 @@ def fuse_rows(module_op: Any, pass_: Any) -> None:
             n = count
             count += 1
             root.attributes[_ATTR] = ir.IntegerAttr.get(i64, 1000 * n)
-            sizes = [rows] + [0] * (len(_iterators(root)) - 1)
+            sizes = [rows] + [0] * (len(iterator_kinds(root)) - 1)
             lines += [
                 f"%r{n} = transform.structured.match attributes {{{_ATTR} = {1000 * n} : i64}} "
                 f"in %root : ({any_op}) -> {any_op}",

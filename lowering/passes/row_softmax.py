@@ -22,7 +22,7 @@ compares and selects whose latency bound the loop); a maximum does not depend on
 the order, except which NaN's payload propagates when a row holds several (a first
 combiner that rounds, a sum, keeps one chain). The
 match is structural (any combiner bodies, any f the division's body starts with).
-Imports nothing of ours.
+Imports generic_attrs.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from __future__ import annotations
 from typing import Any
 
 from mlir import ir
+
+from .generic_attrs import iterator_kinds
 
 LANES = 16  # the lane split of lowering/ops/reduce.py for f32 rows
 # Rows x columns below which the rows run on one core (the dispatch costs microseconds).
@@ -42,11 +44,6 @@ _SCALARS = ("i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64")
 
 def _maps(op: Any) -> list[str]:
     return [str(ir.AffineMapAttr(a).value) for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-
-
-def _iterators(op: Any) -> list[str]:
-    return ["reduction" if "reduction" in str(a) else "parallel"
-            for a in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
 def _generic(value: ir.Value) -> Any | None:
@@ -121,7 +118,7 @@ class _Softmax:
         self.rank = n = len(result.shape)
         if self.cols % LANES or self.cols < LANES:
             return
-        if _iterators(out) != ["parallel"] * n:
+        if iterator_kinds(out) != ["parallel"] * n:
             return
         row, whole = _map(n, list(range(n - 1))), _map(n, list(range(n)))
         if _maps(out) != [whole, row, row, whole]:
@@ -149,14 +146,14 @@ class _Softmax:
         """The lane-split generic a [rows] combination reads, checking the combination."""
         inputs, init = _split(combine)
         n = self.rank
-        if (len(inputs) != 1 or _iterators(combine) != ["parallel"] * (n - 1) + ["reduction"]
+        if (len(inputs) != 1 or iterator_kinds(combine) != ["parallel"] * (n - 1) + ["reduction"]
                 or _maps(combine) != [_map(n, list(range(n))), _map(n, list(range(n - 1)))]
                 or _fill_value(init) is None or not self._combiner(combine)):
             return None
         lanes = _generic(inputs[0])
         if lanes is None or str(lanes.results[0].type) != _tensor([*self.lead, LANES]):
             return None
-        if _iterators(lanes) != ["parallel"] * (n - 1) + ["reduction", "parallel"]:
+        if iterator_kinds(lanes) != ["parallel"] * (n - 1) + ["reduction", "parallel"]:
             return None
         if _fill_value(_split(lanes)[1]) is None:
             return None
