@@ -15,6 +15,7 @@ from conftest import check_ir, run, stage_text
 from test_targets import TARGETS
 
 import xlamlir as xm
+from xlamlir.lowering.ops import transpose_tiles
 
 DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.float16, ml_dtypes.bfloat16, np.float32,
           np.int32, np.uint32, np.float64, np.int64, np.uint64, np.bool_, np.complex64]
@@ -96,3 +97,51 @@ def test_fallback_is_linalg_transpose(shape, perm, dtype) -> None:
         CHECK: linalg.transpose
         CHECK-NOT: vector.transpose
     """)
+
+
+# From PARALLEL_MIN_BYTES the cores split x's minor dimension into slabs of the result:
+# chunks of a whole BLOCK (4096), of a divisor of it (520 = 13 x 40), of one tile (536 =
+# 67 x 8, then 3 edge columns), with the edge rows and columns after the parallel loop,
+# other dimensions before, between and after the tile dimensions.
+PARALLEL_CASES = [
+    ((136, 4096), (1, 0), np.float32),
+    ((1030, 520), (1, 0), np.int8),
+    ((1030, 539), (1, 0), np.uint8),
+    ((2, 301, 3, 275), (0, 3, 2, 1), np.float32),
+    ((3, 136, 5, 203), (3, 0, 2, 1), np.float16),
+    ((70, 5, 1037), (2, 1, 0), np.int64),
+]
+
+
+@pytest.mark.parametrize("shape, perm, dtype", PARALLEL_CASES, ids=str)
+def test_parallel_slabs_are_exact(shape, perm, dtype) -> None:
+    x = _values(shape, dtype)
+    assert x.nbytes >= transpose_tiles.PARALLEL_MIN_BYTES
+    comp = _transpose(shape, dtype, perm)
+    np.testing.assert_array_equal(run(comp, x), x.transpose(perm))
+    check_ir(stage_text(comp, "linalg"), """
+        CHECK: scf.forall
+        CHECK: tensor.extract_slice
+        CHECK: vector.shuffle
+        CHECK: tensor.parallel_insert_slice
+    """)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_parallel_slabs_same_bits_on_every_target(target: str) -> None:
+    x = _values((2, 301, 3, 275), np.float32)
+    got = run(_transpose(x.shape, np.float32, (0, 3, 2, 1)), x, target_cpu=target)
+    np.testing.assert_array_equal(got, x.transpose(0, 3, 2, 1))
+
+
+def test_parallel_result_is_written_in_place() -> None:
+    """Each iteration's slab is the result's own memory: no allocation, no copy."""
+    bufferized = stage_text(_transpose((1024, 520), np.float32, (1, 0)), "bufferized")
+    assert "scf.forall" in bufferized
+    assert "memref.alloc" not in bufferized and "memref.copy" not in bufferized
+
+
+def test_small_transposes_stay_on_the_calling_thread() -> None:
+    x = _values((200, 136), np.float32)
+    assert x.nbytes < transpose_tiles.PARALLEL_MIN_BYTES
+    check_ir(stage_text(_transpose(x.shape, np.float32, (1, 0)), "linalg"), "CHECK-NOT: scf.forall")

@@ -14,13 +14,17 @@ of BLOCK x BLOCK elements, so that the rows a block touches stay in L1 and in
 the TLB; inside a block, tiles along `b` are the inner loop (the result is
 written row by row). Tiles crossing an edge are one masked 2-D transfer_read,
 a `vector.transpose` and a masked 2-D transfer_write (out-of-bounds lanes are
-neither read nor written). Every other dimension is an outer loop. Only
-element moves: bit-exact for every type with a vector form.
+neither read nor written). Every other dimension is an outer loop. From
+PARALLEL_MIN_BYTES the cores split x's minor dimension: one `scf.forall`
+iteration per chunk of it (a divisor of its whole tiles, at most BLOCK) writes
+its own slab of the result in place; the edge tiles follow on the calling
+thread. Only element moves: bit-exact for every type with a vector form.
 Imports the lowering modules.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from mlir import ir
@@ -32,6 +36,9 @@ TILE_BYTES = 32  # one tile row: an AVX2 register (8 x f32), half a cache line
 # Tiles are visited by blocks of BLOCK x BLOCK elements: the rows of x and of the result
 # that a block touches stay in L1 and in the TLB (4096 x 4096 f32 rows are pages apart).
 BLOCK = 64
+# From this size the cores split the transpose (a 4096 x 4096 f32 one by two cores: 44 ms
+# -> 25 ms; smaller ones would pay more for the dispatch than they gain).
+PARALLEL_MIN_BYTES = 1 << 19
 
 
 def tile_size(element: ir.Type) -> int | None:
@@ -62,9 +69,9 @@ def _value(value: int | ir.Value) -> ir.Value:
     return _index(value) if isinstance(value, int) else value
 
 
-def _upto(start: ir.Value, end: int) -> ir.Value:
+def _upto(start: ir.Value, end: int | ir.Value) -> ir.Value:
     """min(start + BLOCK, end): the end of the block starting at `start`."""
-    return arith.minsi(arith.addi(start, _index(BLOCK)), _index(end))
+    return arith.minsi(arith.addi(start, _index(BLOCK)), _value(end))
 
 
 def transpose_tiles(x: ir.Value, dims: Sequence[int], permutation: Sequence[int]) -> ir.Value:
@@ -93,7 +100,15 @@ def transpose_tiles(x: ir.Value, dims: Sequence[int], permutation: Sequence[int]
             scf.YieldOp([body(op.induction_variable, op.inner_iter_args[0])])
         return op.results[0]
 
-    def whole_tile(at: dict[int, ir.Value], out: ir.Value) -> ir.Value:
+    def out_index(at: dict[int, ir.Value], m_start: ir.Value | None) -> list[ir.Value]:
+        """The result's indices of x's element `at`, in a slab of the result whose
+        dimension out_m starts at x's minor index `m_start` (None: the whole result)."""
+        index = [at[p] for p in permutation]
+        if m_start is not None:
+            index[out_m] = arith.subi(index[out_m], m_start)
+        return index
+
+    def whole_tile(at: dict[int, ir.Value], out: ir.Value, m_start: ir.Value | None) -> ir.Value:
         """A tile inside both dimensions: t row reads, shuffles, t row writes."""
         rows = []
         for k in range(t):
@@ -102,8 +117,7 @@ def transpose_tiles(x: ir.Value, dims: Sequence[int], permutation: Sequence[int]
                                              zero, [True]))
         for k, row in enumerate(transposed(rows, pairs_first=False)):
             row_at = {**at, m: arith.addi(at[m], _index(k))}
-            out = vector.transfer_write(out.type, row, out, [row_at[p] for p in permutation],
-                                        out_minor, [True])
+            out = vector.transfer_write(out.type, row, out, out_index(row_at, m_start), out_minor, [True])
         return out
 
     def edge_tile(at: dict[int, ir.Value], out: ir.Value) -> ir.Value:
@@ -114,28 +128,65 @@ def transpose_tiles(x: ir.Value, dims: Sequence[int], permutation: Sequence[int]
         return vector.transfer_write(out.type, flipped, out, [at[p] for p in permutation], write_map,
                                      [False, False])
 
-    def tiles(position: dict[int, ir.Value], out: ir.Value) -> ir.Value:
-        whole_b, whole_m = dims[b] - dims[b] % t, dims[m] - dims[m] % t
+    whole_b, whole_m = dims[b] - dims[b] % t, dims[m] - dims[m] % t
 
+    def whole_tiles(position: dict[int, ir.Value], out: ir.Value, m_start: ir.Value | None,
+                    m_end: int | ir.Value) -> ir.Value:
+        """The whole tiles whose x minor indices are in [m_start, m_end), by blocks."""
         def block(bb: ir.Value, mb: ir.Value, out: ir.Value) -> ir.Value:
             """BLOCK x BLOCK elements of whole tiles (fewer at the end)."""
             def strip(j: ir.Value, out: ir.Value) -> ir.Value:
                 return loop(bb, _upto(bb, whole_b), t, out,
-                            lambda i, o: whole_tile({**position, b: i, m: j}, o))
-            return loop(mb, _upto(mb, whole_m), t, out, strip)
+                            lambda i, o: whole_tile({**position, b: i, m: j}, o, m_start))
+            return loop(mb, _upto(mb, m_end), t, out, strip)
 
-        out = loop(0, whole_b, BLOCK, out, lambda bb, o: loop(
-            0, whole_m, BLOCK, o, lambda mb, o2: block(bb, mb, o2)))
+        return loop(0, whole_b, BLOCK, out, lambda bb, o: loop(
+            m_start or 0, m_end, BLOCK, o, lambda mb, o2: block(bb, mb, o2)))
+
+    def edge_tiles(position: dict[int, ir.Value], out: ir.Value) -> ir.Value:
         if whole_b < dims[b]:  # the last rows of x: edge tiles along its minor dimension
             out = loop(0, whole_m, t, out, lambda j, o: edge_tile({**position, b: _index(whole_b), m: j}, o))
         if whole_m < dims[m]:  # the last columns of x
             out = loop(0, dims[b], t, out, lambda i, o: edge_tile({**position, b: i, m: _index(whole_m)}, o))
         return out
 
-    def nest(level: int, position: dict[int, ir.Value], out: ir.Value) -> ir.Value:
+    def nest(level: int, position: dict[int, ir.Value], out: ir.Value, body) -> ir.Value:
         if level == len(others):
-            return tiles(position, out)
+            return body(position, out)
         d = others[level]
-        return loop(0, dims[d], 1, out, lambda i, o: nest(level + 1, {**position, d: i}, o))
+        return loop(0, dims[d], 1, out, lambda i, o: nest(level + 1, {**position, d: i}, o, body))
 
-    return nest(0, {}, init)
+    chunk = _parallel_chunk(whole_m, t, math.prod(dims) * (TILE_BYTES // t))
+    if chunk is None:
+        out = nest(0, {}, init, lambda position, o: whole_tiles(position, o, None, whole_m))
+    else:
+        # The cores split x's minor dimension (the result's dimension out_m): each
+        # iteration writes its own slab of the result, in place.
+        slab_dims = [chunk if d == out_m else n for d, n in enumerate(out_dims)]
+        dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+        offsets = [dynamic if d == out_m else 0 for d in range(rank)]
+        forall = scf.ForallOp([0], [whole_m // chunk], [1], [init])
+        with ir.InsertionPoint(forall.body):
+            start = arith.muli(forall.induction_variables[0], _index(chunk))
+            slab = tensor.extract_slice(ir.RankedTensorType.get(slab_dims, element),
+                                        forall.inner_iter_args[0], [start], [], [], offsets,
+                                        slab_dims, [1] * rank)
+            end = arith.addi(start, _index(chunk))
+            slab = nest(0, {}, slab, lambda position, o: whole_tiles(position, o, start, end))
+            with ir.InsertionPoint(forall.terminator().block):
+                tensor.parallel_insert_slice(slab, forall.inner_iter_args[0], [start], [], [],
+                                             offsets, slab_dims, [1] * rank)
+        out = forall.results[0]
+    if whole_b < dims[b] or whole_m < dims[m]:
+        out = nest(0, {}, out, edge_tiles)
+    return out
+
+
+def _parallel_chunk(whole_m: int, t: int, total_bytes: int) -> int | None:
+    """Elements of x's minor dimension per parallel iteration: the largest multiple of
+    t up to BLOCK that divides whole_m, or None (one loop nest on the calling thread)
+    for a transpose under PARALLEL_MIN_BYTES or with fewer than two such chunks."""
+    if total_bytes < PARALLEL_MIN_BYTES:
+        return None
+    chunk = max(c for c in range(t, BLOCK + 1, t) if whole_m % c == 0)
+    return chunk if whole_m // chunk >= 2 else None
