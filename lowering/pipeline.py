@@ -23,6 +23,7 @@ from ..dialect.verify import verify_module
 from .lower_pass import lower_xhlo
 from .passes.aligned_loop_inputs import aligned_loop_inputs
 from .passes.approximations import approximate_math
+from .passes.block_cache import cache_blocks
 from .passes.destinations import output_tensors, split_shared_inits
 from .passes.exact_fma import exact_fma
 from .passes.fusion import duplicate_cheap_producers
@@ -159,7 +160,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "expand-strided-metadata",  # before lower-affine: it creates affine.apply
         "lower-affine",
         "arith-expand",
-        "finalize-memref-to-llvm",
+        # Allocations call _mlir_memref_to_llvm_alloc/free, which cache_blocks defines:
+        # large temporaries are kept for the next call (lowering/passes/block_cache.py).
+        "finalize-memref-to-llvm{use-generic-functions=1}",
         "convert-complex-to-llvm",
         "convert-arith-to-llvm",
         "convert-index-to-llvm",
@@ -167,6 +170,7 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         "convert-func-to-llvm",
         "convert-ub-to-llvm",
         "reconcile-unrealized-casts",
+        cache_blocks,
         # The dispatchers: blocks of iterations on the async runtime's thread pool
         # (libmlir_async_runtime, loaded by runtime/compiler.py).
         TASKS_TO_LLVM,

@@ -46,6 +46,7 @@ from ..dialect.errors import CompileError
 from ..dialect.shape import Shape
 from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
 from ..lowering.ops.rng import RNG_STATE_GLOBAL
+from ..lowering.passes.block_cache import BLOCKS, MIN_BYTES, SLOTS
 from ..lowering.patterns.boundary import result_leaf_shapes
 from ..lowering.pipeline import Pipeline
 from .lower import lower_mlir
@@ -209,7 +210,7 @@ def export_executable(exe: Any, path: str | os.PathLike[str], *, target_cpu: str
               "-o", str(built), "wrapper.c", *objects, "-Wl,--version-script=exports.map",
               "-Wl,--no-undefined", "-Wl,-z,noexecstack", "-Wl,--strip-all", "-lm"], work, "cc")
         text = _header_source(name, library, args, results, cpu_note, triple, exe.name, seeded,
-                              _needed(built, work))
+                              _needed(built, work), f"@{BLOCKS}" in llvm_text)
         # Replace the outputs only once everything built, so a failed export leaves old ones intact.
         _install({library: (built.read_bytes(), 0o755), header: (text.encode(), 0o644)})
 
@@ -481,7 +482,8 @@ def _needed(library: Path, cwd: Path) -> list[str]:
 
 
 def _header_source(name: str, library: Path, args: list[_Leaf], results: list[_Leaf], cpu: str,
-                   triple: str, computation: str, seeded: bool, needed: list[str]) -> str:
+                   triple: str, computation: str, seeded: bool, needed: list[str],
+                   parks_blocks: bool = False) -> str:
     guard = f"XLAMLIR_{_guard(library.stem)}_{_guard(name)}_H_"
     if seeded:
         state = [
@@ -492,6 +494,12 @@ def _header_source(name: str, library: Path, args: list[_Leaf], results: list[_L
             " * resets it to seed n. A call and seed give the same numbers as the Python executable",
             " * (exe.seed(n)). Calls running at the same time race on that state: serialize them.",
         ]
+    elif parks_blocks:
+        state = [" * array's pointer may be NULL). The function keeps no state but up to"
+                 f" {SLOTS} freed",
+                 f" * temporaries of {MIN_BYTES // 1024} KB or more, which later calls reuse (no page"
+                 " faults of",
+                 " * fresh memory) and unloading the library frees: concurrent calls are safe."]
     else:
         state = [" * array's pointer may be NULL). The function keeps no state: concurrent calls",
                  " * are safe."]
