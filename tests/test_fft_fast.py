@@ -124,3 +124,33 @@ def test_long_transforms_take_their_root_tables_as_constants() -> None:
     assert "math.sin" not in linalg and "math.cos" not in linalg
     assert "tensor<256xf64>" in linalg  # S = 256 >= sqrt(32768): w**lo, lo < S
     check(operand(kind, dims, lengths, np.complex64, seed=9), kind, lengths, np.complex64)
+
+
+@pytest.mark.parametrize("kind, dims, dtype", [
+    ("FFT", (1 << 15,), np.complex64),  # 128 x 256: both tile dimensions whole tiles
+    ("IFFT", (2, 1 << 17), np.complex128),  # 256 x 512, f64 tiles of 4 lanes
+    ("RFFT", (1 << 16,), np.complex64),  # a 32768-point complex transform inside
+])
+def test_long_transforms_transpose_by_vector_tiles(kind: str, dims, dtype,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past CONSTANT_MAX the four-step transpose is transpose_tiles' vector tiles (the
+    twiddles then read in order): the same bits as the element-by-element transposed read
+    it replaced, NaN and inf included, and numpy's values."""
+    from xlamlir.lowering.ops import transpose_tiles
+    from xlamlir.runtime.compiler import clear_cache
+
+    lengths = dims[-1:]
+    x = operand(kind, dims, lengths, dtype, seed=7)
+    flat = x.reshape(-1)
+    flat[5], flat[-3] = np.inf, np.nan
+    comp = build(xm.Shape.array(xm.type_of(x.dtype), x.shape), kind, lengths)
+    clear_cache()
+    tiled = xm.compile(comp)
+    assert "vector.shuffle" in tiled.stages["linalg"]
+    monkeypatch.setattr(transpose_tiles, "applies", lambda *args: False)
+    clear_cache()
+    gathered = xm.compile(comp)
+    clear_cache()
+    assert "vector.shuffle" not in gathered.stages["linalg"]
+    np.testing.assert_array_equal(tiled(x).view(np.uint8), gathered(x).view(np.uint8))
+    check(operand(kind, dims, lengths, dtype, seed=7), kind, lengths, dtype)
