@@ -133,11 +133,14 @@ def test_long_transforms_take_their_root_tables_as_constants() -> None:
 ])
 def test_long_transforms_transpose_by_vector_tiles(kind: str, dims, dtype,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past CONSTANT_MAX the four-step transpose is transpose_tiles' vector tiles (the
-    twiddles then read in order): the same bits as the element-by-element transposed read
-    it replaced, NaN and inf included, and numpy's values."""
-    from xlamlir.lowering.ops import transpose_tiles
+    """Past CONSTANT_MAX, planes of TILED_TRANSPOSE_MIN_BYTES (lowered here) are transposed
+    by transpose_tiles' vector tiles in the four-step method (the twiddles then read in
+    order): the same bits as the element-by-element transposed read, NaN and inf
+    included, and numpy's values."""
+    from xlamlir.lowering.ops import fft, transpose_tiles
     from xlamlir.runtime.compiler import clear_cache
+
+    monkeypatch.setattr(fft, "TILED_TRANSPOSE_MIN_BYTES", 0)
 
     lengths = dims[-1:]
     x = operand(kind, dims, lengths, dtype, seed=7)
@@ -154,3 +157,14 @@ def test_long_transforms_transpose_by_vector_tiles(kind: str, dims, dtype,
     assert "vector.shuffle" not in gathered.stages["linalg"]
     np.testing.assert_array_equal(tiled(x).view(np.uint8), gathered(x).view(np.uint8))
     check(operand(kind, dims, lengths, dtype, seed=7), kind, lengths, dtype)
+
+
+def test_small_planes_keep_the_transposed_reads() -> None:
+    """Below TILED_TRANSPOSE_MIN_BYTES (2**18 f32 points: 1 MB planes) no vector tiles: the
+    planes are in L2, the element reads as fast, and the tiles would cost compile time."""
+    from xlamlir.lowering.ops import fft
+
+    n = fft.TILED_TRANSPOSE_MIN_BYTES // 8
+    assert n > fft.CONSTANT_MAX
+    linalg = stage_text(build(xm.Shape.array(xm.C64, (n,)), "FFT", (n,)), "linalg")
+    assert "vector.shuffle" not in linalg

@@ -19,8 +19,8 @@ values cannot live in vectors). A transform along an axis of length n picks:
   DFT by additions.
   The last axis has nothing after it, so it is transformed by the four-step
   method: as [n2, n1] (j = j2 n1 + j1), Stockham along n2 (rows of n1), a
-  twiddle by w_n**(j1 k2) fused with a transpose (past CONSTANT_MAX, where the
-  twiddles are computed, the transpose by vector tiles first: ops/transpose_tiles.py),
+  twiddle by w_n**(j1 k2) fused with a transpose (for planes of >= 2 MB, the
+  transpose by vector tiles first: ops/transpose_tiles.py),
   Stockham along n1 (rows of n2), and the result read back as k = k1 n2 + k2.
 - any other n: Bluestein's algorithm: w**(jk) = c[j] c[k] conj(c[k - j]) with
   the chirp c[t] = w**(t*t/2), so the DFT is a circular convolution with the
@@ -70,6 +70,9 @@ P = PrimitiveType
 Planar = tuple[ir.Value, ir.Value]  # (real parts, imaginary parts), same shape
 DIRECT_MAX = 32  # the longest axis transformed by a direct DFT (short: the matrix is small)
 CONSTANT_MAX = 1 << 14  # the longest transform whose twiddles are compile-time constants
+# Planes (re or im) of at least this many bytes are transposed by vector tiles in the
+# four-step method (f32: from 2**19 points; 2**18 measured 2.5 ms tiled, 2.2 ms not).
+TILED_TRANSPOSE_MIN_BYTES = 1 << 21
 PACKED_MIN = 4  # the shortest even real transform done as a complex one of half its length
 
 
@@ -344,9 +347,12 @@ def _fft_last_pow2(x: Planar, sign: float, e: Elem) -> Planar:
     else:
         roots = _Roots(n, sign)
         # The transpose by vector tiles first (parallel, each cache line read once): read
-        # transposed element by element, it was 40% of fft 1M's time.
+        # transposed element by element, it was 40% of fft 1M's time. Only from
+        # TILED_TRANSPOSE_MIN_BYTES: smaller planes stay in L2, where the element reads
+        # were as fast, and the tiles' code costs ~80 ms of compile time.
         swap = list(range(r)) + [r + 1, r]
-        tiled = transpose_tiles.applies(lead + [n2, n1], swap, e.type)
+        tiled = (math.prod(lead) * n * e.type.width // 8 >= TILED_TRANSPOSE_MIN_BYTES
+                 and transpose_tiles.applies(lead + [n2, n1], swap, e.type))
         if tiled:
             y = tuple(transpose_tiles.transpose_tiles(part, lead + [n2, n1], swap) for part in y)
 
