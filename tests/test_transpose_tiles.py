@@ -62,9 +62,13 @@ def test_special_float_bits_are_moved_unchanged() -> None:
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_same_bits_on_every_target(target: str) -> None:
-    x = _values((3, 40, 5, 36), np.float16)
-    got = run(_transpose(x.shape, np.float16, (0, 3, 2, 1)), x, target_cpu=target)
+@pytest.mark.parametrize("shape, dtype", [
+    ((3, 40, 5, 36), np.float16),
+    ((2, 301, 3, 275), np.float32),  # from PARALLEL_MIN_BYTES: the cores' slabs
+], ids=["small", "parallel"])
+def test_same_bits_on_every_target(target: str, shape, dtype) -> None:
+    x = _values(shape, dtype)
+    got = run(_transpose(x.shape, dtype, (0, 3, 2, 1)), x, target_cpu=target)
     np.testing.assert_array_equal(got, x.transpose(0, 3, 2, 1))
 
 
@@ -125,13 +129,6 @@ def test_parallel_slabs_are_exact(shape, perm, dtype) -> None:
         CHECK: vector.shuffle
         CHECK: tensor.parallel_insert_slice
     """)
-
-
-@pytest.mark.parametrize("target", TARGETS)
-def test_parallel_slabs_same_bits_on_every_target(target: str) -> None:
-    x = _values((2, 301, 3, 275), np.float32)
-    got = run(_transpose(x.shape, np.float32, (0, 3, 2, 1)), x, target_cpu=target)
-    np.testing.assert_array_equal(got, x.transpose(0, 3, 2, 1))
 
 
 def test_parallel_result_is_written_in_place() -> None:
