@@ -17,7 +17,15 @@ from mlir.execution_engine import ExecutionEngine
 
 import xlamlir as xm
 from xlamlir.lowering.passes import block_cache
-from xlamlir.lowering.passes.block_cache import ALLOC, FREE, HEADER, MIN_BYTES, RELEASE, SLOTS
+from xlamlir.lowering.passes.block_cache import (
+    ALLOC,
+    FREE,
+    HEADER,
+    MIN_BYTES,
+    PARKED_LIMIT,
+    RELEASE,
+    SLOTS,
+)
 
 BIG = MIN_BYTES * 4
 
@@ -58,6 +66,11 @@ llvm.func @t_parked() -> i64 {{
 ^out:
   llvm.return %count : i64
 }}
+llvm.func @t_parked_bytes() -> i64 {{
+  %p = llvm.mlir.addressof @xlamlir_parked_bytes : !llvm.ptr
+  %v = llvm.load %p : !llvm.ptr -> i64
+  llvm.return %v : i64
+}}
 llvm.func @t_release() {{
   llvm.call @{RELEASE}() : () -> ()
   llvm.return
@@ -84,6 +97,9 @@ llvm.func @t_release() {{
     def parked(self) -> int:
         """How many slots hold a block."""
         return self._call("t_parked")
+
+    def parked_bytes(self) -> int:
+        return self._call("t_parked_bytes")
 
     def release(self) -> None:
         self._call("t_release")
@@ -132,6 +148,25 @@ def test_slots_hold_at_most_slots_blocks(allocator: Allocator) -> None:
     assert allocator.parked() == SLOTS
     again = [allocator.alloc(BIG) for _ in range(SLOTS)]
     assert set(again) == set(blocks[:SLOTS]) and allocator.parked() == 0
+
+
+def test_parked_bytes_stay_within_the_limit(allocator: Allocator) -> None:
+    """Blocks (untouched: malloc maps them lazily) whose sum would pass PARKED_LIMIT are
+    freed, not parked; the count follows every park, take and release."""
+    big = PARKED_LIMIT // 2 + MIN_BYTES
+    first, second = allocator.alloc(big), allocator.alloc(big)
+    allocator.free(first)
+    assert allocator.parked() == 1 and allocator.parked_bytes() == big + HEADER
+    allocator.free(second)  # would pass the limit: freed
+    assert allocator.parked() == 1 and allocator.parked_bytes() == big + HEADER
+    assert allocator.alloc(big) == first
+    assert allocator.parked() == 0 and allocator.parked_bytes() == 0
+    allocator.free(first)
+    small = allocator.alloc(BIG)
+    allocator.free(small)
+    assert allocator.parked_bytes() == big + BIG + 2 * HEADER
+    allocator.release()
+    assert allocator.parked() == 0 and allocator.parked_bytes() == 0
 
 
 def test_zero_bytes_and_null(allocator: Allocator) -> None:

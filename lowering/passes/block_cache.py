@@ -5,6 +5,7 @@
 `cache_blocks` defines the two in the module. A block of at least MIN_BYTES is not given
 back to libc when freed but parked in one of SLOTS slots (a global of the module), and the
 next allocation of about its size (at least the request, at most twice it) takes it.
+At most PARKED_LIMIT bytes are parked per module; a block that would pass it is freed.
 
 Why: glibc serves such a block with a fresh mmap (or trims its heap top after the free),
 so every call faulted in every page of its temporaries again. The radix sort of 2**20 f32
@@ -32,8 +33,12 @@ ALLOC = "_mlir_memref_to_llvm_alloc"
 FREE = "_mlir_memref_to_llvm_free"
 RELEASE = "xlamlir_release_blocks"
 BLOCKS = "xlamlir_blocks"
+_PARKED = "xlamlir_parked_bytes"
 SLOTS = 8
 MIN_BYTES = 1 << 17  # glibc's initial mmap threshold: smaller blocks come from its heap
+# At most this many bytes parked per module (a program called once keeps no more than
+# this of its peak while its executable lives); a block that would pass it is freed.
+PARKED_LIMIT = 256 << 20
 HEADER = 16  # keeps malloc's 16-byte alignment; alignment beyond it is the caller's
 _PARSED_KEY = "block_cache.functions"
 
@@ -43,13 +48,15 @@ _SLOT = (f"  %base = llvm.mlir.addressof @{BLOCKS} : !llvm.ptr\n"
 _CONSTANTS = f"""  %zero = llvm.mlir.constant(0 : i64) : i64
   %one = llvm.mlir.constant(1 : i64) : i64
   %slots = llvm.mlir.constant({SLOTS} : i64) : i64
-  %min = llvm.mlir.constant({MIN_BYTES} : i64) : i64"""
+  %min = llvm.mlir.constant({MIN_BYTES} : i64) : i64
+  %parked = llvm.mlir.addressof @{_PARKED} : !llvm.ptr"""
 
 _FUNCTIONS = f"""
 llvm.func @malloc(i64) -> !llvm.ptr attributes {{sym_visibility = "private"}}
 llvm.func @free(!llvm.ptr) attributes {{sym_visibility = "private"}}
 llvm.mlir.global internal @{BLOCKS}(dense<0> : tensor<{SLOTS}xi64>) {{alignment = 64 : i64}}
   : !llvm.array<{SLOTS} x i64>
+llvm.mlir.global internal @{_PARKED}(0 : i64) {{alignment = 64 : i64}} : i64
 llvm.func internal @{ALLOC}(%size: i64) -> !llvm.ptr {{
 {_CONSTANTS}
   %header = llvm.mlir.constant({HEADER} : i64) : i64
@@ -72,12 +79,16 @@ llvm.func internal @{ALLOC}(%size: i64) -> !llvm.ptr {{
   %twice = llvm.shl %total, %one : i64
   %close = llvm.icmp "ule" %capacity, %twice : i64
   %use = llvm.and %fits, %close : i1
-  llvm.cond_br %use, ^done(%block : !llvm.ptr), ^back
+  llvm.cond_br %use, ^taken, ^back
+^taken:
+  %left = llvm.atomicrmw sub %parked, %capacity acq_rel : !llvm.ptr, i64
+  llvm.br ^done(%block : !llvm.ptr)
 ^back:
   %pair = llvm.cmpxchg %slot, %zero, %got acq_rel monotonic : !llvm.ptr, i64
   %kept = llvm.extractvalue %pair[1] : !llvm.struct<(i64, i1)>
   llvm.cond_br %kept, ^scan(%next : i64), ^drop
 ^drop:
+  %gone = llvm.atomicrmw sub %parked, %capacity acq_rel : !llvm.ptr, i64
   llvm.call @free(%block) : (!llvm.ptr) -> ()
   llvm.br ^scan(%next : i64)
 ^fresh:
@@ -104,16 +115,25 @@ llvm.func internal @{FREE}(%user: !llvm.ptr) {{
   %capacity = llvm.load %block : !llvm.ptr -> i64
   %small = llvm.icmp "ult" %capacity, %min : i64
   %bits = llvm.ptrtoint %block : !llvm.ptr to i64
-  llvm.cond_br %small, ^release, ^scan(%zero : i64)
+  llvm.cond_br %small, ^release, ^budget
+^budget:
+  %limit = llvm.mlir.constant({PARKED_LIMIT} : i64) : i64
+  %before = llvm.atomicrmw add %parked, %capacity acq_rel : !llvm.ptr, i64
+  %after = llvm.add %before, %capacity : i64
+  %over = llvm.icmp "ugt" %after, %limit : i64
+  llvm.cond_br %over, ^refund, ^scan(%zero : i64)
 ^scan(%i: i64):
   %done = llvm.icmp "eq" %i, %slots : i64
-  llvm.cond_br %done, ^release, ^put
+  llvm.cond_br %done, ^refund, ^put
 ^put:
 {_SLOT}
   %pair = llvm.cmpxchg %slot, %zero, %bits acq_rel monotonic : !llvm.ptr, i64
   %kept = llvm.extractvalue %pair[1] : !llvm.struct<(i64, i1)>
   %next = llvm.add %i, %one : i64
   llvm.cond_br %kept, ^out, ^scan(%next : i64)
+^refund:
+  %back = llvm.atomicrmw sub %parked, %capacity acq_rel : !llvm.ptr, i64
+  llvm.br ^release
 ^release:
   llvm.call @free(%block) : (!llvm.ptr) -> ()
   llvm.br ^out
@@ -134,6 +154,8 @@ llvm.func internal @{RELEASE}() {{
   llvm.cond_br %empty, ^scan(%next : i64), ^release
 ^release:
   %block = llvm.inttoptr %got : i64 to !llvm.ptr
+  %capacity = llvm.load %block : !llvm.ptr -> i64
+  %left = llvm.atomicrmw sub %parked, %capacity acq_rel : !llvm.ptr, i64
   llvm.call @free(%block) : (!llvm.ptr) -> ()
   llvm.br ^scan(%next : i64)
 ^out:
