@@ -177,7 +177,7 @@ def _row_copies(v: OpView) -> int | None:
 
 
 VECTOR_BYTES = 64  # one AVX-512 register, two AVX2 ones
-_DYNAMIC = -(2 ** 63)
+DYNAMIC = -(2 ** 63)  # ShapedType::kDynamic: an offset or size given as an SSA value
 
 
 def _gather_rows(v: OpView, lanes: int) -> ir.Value:
@@ -219,7 +219,7 @@ def _gather_rows(v: OpView, lanes: int) -> ir.Value:
     with ir.InsertionPoint(loop.body):
         first = loop.induction_variables[0]
         # The iteration's slice of the shared output as its destination: written in place.
-        offsets = [_DYNAMIC] + [0] * (rank - 1)
+        offsets = [DYNAMIC] + [0] * (rank - 1)
         slab = tensor.extract_slice(slab_type, loop.inner_iter_args[0], [first], [], [], offsets,
                                     slab_dims, [1] * rank)
         slab = loop_nest(dims[1:-1], [slab], lambda ivs, slabs: [row([first, *ivs], slabs[0])])[0]

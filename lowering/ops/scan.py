@@ -27,9 +27,8 @@ from mlir.dialects import arith, scf, tensor
 from ...dialect.shape import Shape
 from ..patterns.computations import NotScalar, current_library
 from ..patterns.framework import OpView, lowers, signless_type, to_signless
+from .indexing import DYNAMIC
 from .sort_kernels import for_range
-
-_DYNAMIC = -(2 ** 63)  # ShapedType::kDynamic: an offset given as an SSA value
 
 
 def _groups(rank: int, dim: int) -> list[list[int]]:
@@ -47,7 +46,7 @@ def _groups(rank: int, dim: int) -> list[list[int]]:
 
 
 def _slice_args(dims: list[int], dim: int) -> tuple[list[int], list[int], list[int]]:
-    offsets = [_DYNAMIC if d == dim else 0 for d in range(len(dims))]
+    offsets = [DYNAMIC if d == dim else 0 for d in range(len(dims))]
     sizes = [1 if d == dim else n for d, n in enumerate(dims)]
     return offsets, sizes, [1] * len(dims)
 

@@ -46,6 +46,7 @@ from mlir.dialects import arith, scf, tensor, vector
 from ...dialect.element_types import PrimitiveType
 from ..patterns.computations import current_library
 from ..scalar.arithmetic import scalar_type
+from .indexing import DYNAMIC
 from .window_vectors import carried_loop, index_constant
 
 P = PrimitiveType
@@ -59,7 +60,6 @@ _INTS = frozenset({P.S8, P.S16, P.S32, P.S64, P.U8, P.U16, P.U32, P.U64})
 _FLOAT_PREDICATES = {"GE": F.OGE, "GT": F.OGT, "LE": F.OLE, "LT": F.OLT}
 _SIGNED_PREDICATES = {"GE": I.sge, "GT": I.sgt, "LE": I.sle, "LT": I.slt}
 _UNSIGNED_PREDICATES = {"GE": I.uge, "GT": I.ugt, "LE": I.ule, "LT": I.ult}
-DYNAMIC = -(2 ** 63)
 
 
 def _body(symbol: str) -> tuple[ir.Operation, list[ir.Value]] | None:

@@ -48,7 +48,7 @@ from ...dialect.element_types import PrimitiveType
 from ..patterns.computations import apply_computation, current_library
 from ..scalar.arithmetic import int_like, int_splat
 from ..scalar.storage import from_storage
-from .indexing import element_type, index_const
+from .indexing import DYNAMIC, element_type, index_const
 
 # Above this many kept positions the O(n K) worst case of the selection loses to sorting.
 MAX_SELECTED = 32
@@ -180,7 +180,6 @@ def prefix_read(op: ir.Operation, axis: int) -> int | None:
 
 # -- rows ---------------------------------------------------------------------------------------
 
-_DYNAMIC = -(2 ** 63)
 
 RowBody = Callable[[list[ir.Value], list[ir.Value]], list[ir.Value]]
 
@@ -188,7 +187,7 @@ RowBody = Callable[[list[ir.Value], list[ir.Value]], list[ir.Value]]
 def _row_slice_args(ivs: Sequence[ir.Value], rank: int, axis: int, length: int
                     ) -> tuple[list[ir.Value], list[int], list[int], list[int]]:
     """(dynamic offsets, static offsets, sizes, strides) of one row of `length` at `ivs`."""
-    static = [_DYNAMIC] * rank
+    static = [DYNAMIC] * rank
     static[axis] = 0
     sizes = [1] * rank
     sizes[axis] = length

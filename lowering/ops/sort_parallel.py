@@ -46,7 +46,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, tensor
 
 from ...dialect.element_types import PrimitiveType
-from .indexing import element_type, index_const
+from .indexing import DYNAMIC, element_type, index_const
 from .sort_kernels import (
     KeyOrder,
     decoder,
@@ -78,7 +78,6 @@ STREAMS = 2
 # that uneven groups (one bucket may hold most of the row) still spread.
 GROUPS = 16
 
-_DYNAMIC = -(2 ** 63)
 
 Digit = Callable[[ir.Value, int], ir.Value]  # (moved value, digit number) -> index
 
@@ -330,7 +329,7 @@ def _buckets(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], order: 
         last = first_bucket(arith.addi(g, index_const(1)))
         lo = memref.load(bucket_start, [first])
         hi = memref.load(bucket_start, [last])
-        slice_args = ([lo], [arith.subi(hi, lo)], [], [_DYNAMIC], [_DYNAMIC], [1])
+        slice_args = ([lo], [arith.subi(hi, lo)], [], [DYNAMIC], [DYNAMIC], [1])
         slices = [tensor.extract_slice(ir.RankedTensorType.get([dynamic], t), s, *slice_args)
                   for t, s in zip(types_, group_loop.inner_iter_args)]
 

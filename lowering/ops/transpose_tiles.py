@@ -31,6 +31,7 @@ from mlir import ir
 from mlir.dialects import arith, scf, tensor, vector
 
 from ..register_transpose import transposed
+from .indexing import DYNAMIC
 
 TILE_BYTES = 32  # one tile row: an AVX2 register (8 x f32), half a cache line
 # Tiles are visited by blocks of BLOCK x BLOCK elements: the rows of x and of the result
@@ -163,8 +164,7 @@ def transpose_tiles(x: ir.Value, dims: Sequence[int], permutation: Sequence[int]
         # The cores split x's minor dimension (the result's dimension out_m): each
         # iteration writes its own slab of the result, in place.
         slab_dims = [chunk if d == out_m else n for d, n in enumerate(out_dims)]
-        dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
-        offsets = [dynamic if d == out_m else 0 for d in range(rank)]
+        offsets = [DYNAMIC if d == out_m else 0 for d in range(rank)]
         forall = scf.ForallOp([0], [whole_m // chunk], [1], [init])
         with ir.InsertionPoint(forall.body):
             start = arith.muli(forall.induction_variables[0], _index(chunk))

@@ -26,6 +26,7 @@ from mlir import ir
 from mlir.dialects import arith, scf, tensor
 
 from ..patterns.computations import apply_computation
+from .indexing import DYNAMIC
 from .sort_kernels import for_range, if_values
 
 
@@ -114,16 +115,15 @@ def scan(inputs: Sequence[ir.Value], inits: Sequence[ir.Value], dims: Sequence[i
             return [from_3d(r) for r in results]
         shared = [tensor.EmptyOp([p_size, n, q_size], t).result for t in types]
         loop = scf.ForallOp([0], [p_size], [1], shared)
-        dynamic = -(2 ** 63)
         with ir.InsertionPoint(loop.body):
             p = loop.induction_variables[0]
             pieces = [tensor.extract_slice(ir.RankedTensorType.get([n, q_size], t), x, [p], [], [],
-                                           [dynamic, 0, 0], [1, n, q_size], [1, 1, 1])
+                                           [DYNAMIC, 0, 0], [1, n, q_size], [1, 1, 1])
                       for x, t in zip(xs, types)]
             results = slab(pieces)
             with ir.InsertionPoint(loop.terminator().block):
                 for r, s in zip(results, loop.inner_iter_args):
-                    tensor.parallel_insert_slice(r, s, [p], [], [], [dynamic, 0, 0],
+                    tensor.parallel_insert_slice(r, s, [p], [], [], [DYNAMIC, 0, 0],
                                                  [1, n, q_size], [1, 1, 1])
         return [from_3d(r) for r in loop.results]
 

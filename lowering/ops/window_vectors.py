@@ -38,6 +38,7 @@ from mlir.dialects import arith, scf, tensor, vector
 from ...dialect.element_types import PrimitiveType
 from ..patterns.computations import current_library
 from ..scalar.arithmetic import float_extremum
+from .indexing import DYNAMIC
 
 P = PrimitiveType
 F = arith.CmpFPredicate
@@ -45,7 +46,6 @@ LANES_BYTES = 64  # one AVX-512 register, two AVX2 ones
 MAX_UNROLLED_CELLS = 64  # windows up to this many cells are unrolled (pooling: 4 or 9)
 _TYPES = frozenset({P.F32, P.F64, P.S8, P.S16, P.S32, P.S64, P.U8, P.U16, P.U32, P.U64})
 _COMBINERS = ("add", "multiply", "maximum", "minimum")
-DYNAMIC = -(2 ** 63)
 
 
 def _combiner(symbol: str) -> tuple[str, bool] | None:
