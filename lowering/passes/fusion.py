@@ -19,8 +19,7 @@ all are such consumers. Uses that are not fusable keep the original.
 
 Only cheap producers are copied (a bounded number of arith/math ops, few
 transcendental ones, no reads of their own output), and the number of copies
-per function is capped so that compile time stays bounded. Imports nothing of
-ours.
+per function is capped so that compile time stays bounded. Imports generic_attrs.
 """
 
 from __future__ import annotations
@@ -29,6 +28,8 @@ from typing import Any
 
 from mlir import ir
 
+from .generic_attrs import indexing_maps
+
 MAX_BODY_OPS = 12  # arith/math ops in the producer's body
 MAX_TRANSCENDENTAL = 2  # of which math.* ops (exp, tanh, log...): each is ~15 vector ops
 MAX_FULL_INPUTS = 2  # inputs read element for element (each copy reads them again)
@@ -36,10 +37,6 @@ MAX_COPIES_PER_PRODUCER = 4
 MAX_COPIES_PER_FUNCTION = 32
 
 _RESHAPES = ("tensor.expand_shape",)  # upstream folds these into a producer by expansion
-
-
-def _attr_maps(op: Any) -> list[ir.AffineMap]:
-    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
 
 
 def _num_inputs(op: Any) -> int:
@@ -64,7 +61,7 @@ def _cheap_producer(op: Any) -> bool:
     iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
     if any("parallel" not in it for it in iterators):
         return False
-    maps = _attr_maps(op)
+    maps = indexing_maps(op)
     n_in = _num_inputs(op)
     if len(maps) != n_in + 1 or not _is_permutation(maps[-1]):
         return False
@@ -95,7 +92,7 @@ def _fusable_consumer(owner: Any, operand_number: int) -> bool:
     body then runs once per producer element)."""
     if owner.name != "linalg.generic" or operand_number >= _num_inputs(owner):
         return False
-    return _is_permutation(_attr_maps(owner)[operand_number])
+    return _is_permutation(indexing_maps(owner)[operand_number])
 
 
 def _fusable_use(owner: Any, operand_number: int) -> bool:

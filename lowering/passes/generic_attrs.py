@@ -12,3 +12,8 @@ def iterator_kinds(op: Any) -> list[str]:
     """"parallel" or "reduction" per loop of the generic `op`."""
     return ["reduction" if "reduction" in str(a) else "parallel"
             for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+
+
+def indexing_maps(op: Any) -> list[ir.AffineMap]:
+    """The generic `op`'s indexing maps, inputs first, then outputs."""
+    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]

@@ -13,7 +13,7 @@ the result of another linalg op in the same block (a buffer of this computation,
 not a parameter, constant or output), read by the generic at the element it
 writes (identity map on both sides), and every other reader comes before the
 generic in that block. A result that goes to an output buffer keeps its
-`tensor.empty` (destinations.output_tensors computes it there). Imports `passes.walk`.
+`tensor.empty` (destinations.output_tensors computes it there). Imports `passes.walk` and generic_attrs.
 """
 
 from __future__ import annotations
@@ -22,13 +22,10 @@ from typing import Any
 
 from mlir import ir
 
+from .generic_attrs import indexing_maps
 from .walk import ops_where
 
 _TERMINAL_USERS = ("bufferization.materialize_in_destination", "func.return")
-
-
-def _maps(op: Any) -> list[ir.AffineMap]:
-    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
 
 
 def _candidate(op: Any) -> bool:
@@ -102,7 +99,7 @@ def _read_before(value: ir.Value, op: Any, here: int) -> bool:
 
 def _reusable_input(op: Any) -> int | None:
     """The operand number of an input whose buffer the result can take, if any."""
-    maps = _maps(op)
+    maps = indexing_maps(op)
     n_in = len(op.operands) - 1
     out_map, result_type = maps[-1], op.results[0].type
     if out_map != ir.AffineMap.get_identity(out_map.n_dims):

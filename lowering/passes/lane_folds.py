@@ -26,7 +26,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 from ..register_transpose import transposed
-from .generic_attrs import iterator_kinds
+from .generic_attrs import indexing_maps, iterator_kinds
 
 LANES = 16
 TAG = "xlamlir.lane_fold"  # lowering/ops/dot_lanes.py's FOLD_TAG (passes import no ops)
@@ -62,7 +62,7 @@ def _plan(op: Any) -> tuple[ir.Value, ir.Value, Any] | None:
         return None
     if iterator_kinds(op) != ["parallel"] * (rank - 1) + ["reduction"]:
         return None
-    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    maps = indexing_maps(op)
     dims = [ir.AffineDimExpr.get(i) for i in range(rank)]
     if maps[0] != ir.AffineMap.get_identity(rank) or maps[1] != ir.AffineMap.get(rank, 0, dims[:-1]):
         return None

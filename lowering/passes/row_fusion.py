@@ -31,7 +31,7 @@ from mlir import ir
 from mlir.dialects.transform import interpreter
 from mlir.passmanager import PassManager
 
-from .generic_attrs import iterator_kinds
+from .generic_attrs import indexing_maps, iterator_kinds
 from .vectorize import _ELEMENT_TYPES, _body_ok, threads
 
 #: Bytes of a block of the root's rows (a row of the input per reduction besides): the
@@ -45,10 +45,6 @@ MIN_ELEMENTS = 1 << 15
 MIN_BLOCKS = 8
 _ATTR = "xlamlir.row_fusion"  # the root's number, and producer numbers, for the script
 _PRODUCERS = ("linalg.generic", "linalg.fill")
-
-
-def _maps(op: Any) -> list[ir.AffineMap]:
-    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
 
 
 def _first_index_is_row(m: ir.AffineMap) -> bool:
@@ -71,7 +67,7 @@ def _rows_out(op: Any) -> bool:
         return False
     if op.name == "linalg.fill":
         return True
-    return iterator_kinds(op)[0] == "parallel" and _first_index_is_row(_maps(op)[-1])
+    return iterator_kinds(op)[0] == "parallel" and _first_index_is_row(indexing_maps(op)[-1])
 
 
 def _reads_rows(user: Any, value: ir.Value) -> bool:
@@ -79,7 +75,7 @@ def _reads_rows(user: Any, value: ir.Value) -> bool:
     its first (fills: written whole, their rows along)."""
     if user.name == "linalg.fill":
         return True
-    maps = _maps(user)
+    maps = indexing_maps(user)
     return all(_first_index_is_row(maps[k]) for k, operand in enumerate(user.operands) if operand == value)
 
 
@@ -101,7 +97,7 @@ def _reads_blocks_of_rows(op: Any, group: list[Any]) -> bool:
     the loop then gives it as a block of rows (a fresh tensor.empty gives a temporary)."""
     if op.name == "linalg.fill":
         return False
-    maps = _maps(op)
+    maps = indexing_maps(op)
     for value, m in zip(op.operands, maps):
         owner = value.owner
         if not isinstance(owner, ir.Block):
@@ -133,7 +129,7 @@ def _group(root: Any, block_ops: list[Any]) -> list[Any]:
 def _root_candidate(op: Any) -> bool:
     if op.name != "linalg.generic" or len(op.results) != 1 or _static_tensor(op.results[0]) is None:
         return False
-    return all(k == "parallel" for k in iterator_kinds(op)) and _first_index_is_row(_maps(op)[-1])
+    return all(k == "parallel" for k in iterator_kinds(op)) and _first_index_is_row(indexing_maps(op)[-1])
 
 
 def _block_rows(result: ir.RankedTensorType, threads: int) -> int | None:

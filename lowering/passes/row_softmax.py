@@ -31,7 +31,7 @@ from typing import Any
 
 from mlir import ir
 
-from .generic_attrs import iterator_kinds
+from .generic_attrs import indexing_maps, iterator_kinds
 
 LANES = 16  # the lane split of lowering/ops/reduce.py for f32 rows
 # Rows x columns below which the rows run on one core (the dispatch costs microseconds).
@@ -43,7 +43,7 @@ _SCALARS = ("i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64")
 
 
 def _maps(op: Any) -> list[str]:
-    return [str(ir.AffineMapAttr(a).value) for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    return [str(m) for m in indexing_maps(op)]
 
 
 def _generic(value: ir.Value) -> Any | None:

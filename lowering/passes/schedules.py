@@ -84,6 +84,7 @@ from mlir.dialects import arith, bufferization, linalg, tensor
 from mlir.dialects.transform import interpreter
 
 from ...dialect.errors import ArgumentError
+from .generic_attrs import indexing_maps
 from .lane_schedules import schedule_lanes
 from .register_tiles import rows_as_slices
 from .split_contractions import collapse_split_contractions
@@ -233,7 +234,7 @@ def _epilogue(mm: Any) -> Any | None:
     if ep is None or ep.name != "linalg.generic" or len(ep.results) != 1:
         return None
     ep = ep.opview if hasattr(ep, "opview") else ep
-    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(ep.attributes["indexing_maps"])]
+    maps = indexing_maps(ep)
     if not all("parallel" in str(a) for a in ir.ArrayAttr(ep.attributes["iterator_types"])):
         return None
     # Same type: the epilogue updates the product in place (a convert to f16 does not).
@@ -258,7 +259,7 @@ def _epilogue(mm: Any) -> Any | None:
 
 
 def _maps(op: Any) -> list[str]:
-    return [str(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    return [str(m) for m in indexing_maps(op)]
 
 
 def _matmul_layout(op: Any) -> tuple[bool, bool, int] | None:
@@ -369,7 +370,7 @@ def _rewrite_epilogue(ep: Any, product: ir.Value, product3: ir.Value, start: int
     generic over (m, n1, n0) on the [M, columns / nr, nr] views of the part of its
     operands from column `start` on, that updates the product in place (its init; the
     product is no input)."""
-    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(ep.attributes["indexing_maps"])]
+    maps = indexing_maps(ep)
     columns = _shape(product3)[1] * nr
     n_in = len(ep.operands) - 1
     d0, d1, d2 = (ir.AffineDimExpr.get(i) for i in range(3))

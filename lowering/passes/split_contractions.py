@@ -16,7 +16,7 @@ the generic of a matmul (or batch matmul, either operand transposed) that the
 schedule handles. When the reshape was propagated through an elementwise consumer
 (dense -> bias -> relu -> reshape), that consumer is collapsed the same way if each of
 its inputs reads every split group whole or not at all, so the schedule fuses it as
-the product's epilogue again. Only views are added: no copy. Imports nothing of ours.
+the product's epilogue again. Only views are added: no copy. Imports generic_attrs.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from typing import Any
 
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
+
+from .generic_attrs import indexing_maps
 
 # A loop's role from the operands that index it (A, B, C).
 _ROLES = {(True, True, True): "b", (True, False, True): "m", (False, True, True): "n",
@@ -80,7 +82,7 @@ def _plan(op: Any) -> list[list[tuple[str, list[int]]]] | None:
     fill = op.operands[2].owner
     if isinstance(fill, ir.Block) or fill.name != "linalg.fill" or not _multiply_accumulate(op):
         return None
-    maps = [_dims(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    maps = [_dims(m) for m in indexing_maps(op)]
     if any(m is None for m in maps):
         return None
     iterators = ["reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
@@ -175,7 +177,7 @@ def _epilogue_groups(ep: Any, groups: list[list[int]]) -> list[list[list[int]]] 
     """For each input of the elementwise `ep` (loops = the product's expanded dimensions),
     the groups of loops its dimensions form, in order; None unless every input reads each
     group whole and in order, or not at all."""
-    maps = [_dims(ir.AffineMapAttr(m).value) for m in ir.ArrayAttr(ep.attributes["indexing_maps"])]
+    maps = [_dims(m) for m in indexing_maps(ep)]
     if any(m is None for m in maps) or maps[-1] != list(range(sum(len(g) for g in groups))):
         return None
     found = []
