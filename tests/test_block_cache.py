@@ -8,12 +8,12 @@ from __future__ import annotations
 import ctypes
 import gc
 import resource
-import threading
 
 import numpy as np
 import pytest
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
+from test_threads import run_threads
 
 import xlamlir as xm
 from xlamlir.lowering.passes import block_cache
@@ -235,20 +235,13 @@ def test_concurrent_calls_get_their_own_blocks() -> None:
     exe = xm.compile(_sort_sum(n))
     inputs = [np.random.default_rng(k).standard_normal(n, dtype=np.float32) for k in range(4)]
     expected = [_expected(x) for x in inputs]
-    errors: list[str] = []
 
     def work(k: int) -> None:
         for _ in range(15):
             got = float(exe(inputs[k]))
-            if got != pytest.approx(expected[k], rel=1e-5):
-                errors.append(f"thread {k}: {got} != {expected[k]}")
+            assert got == pytest.approx(expected[k], rel=1e-5), f"{got} != {expected[k]}"
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not run_threads(work, 4)
 
 
 def _rss_mb() -> int:

@@ -51,6 +51,22 @@ _CONSTANTS = f"""  %zero = llvm.mlir.constant(0 : i64) : i64
   %min = llvm.mlir.constant({MIN_BYTES} : i64) : i64
   %parked = llvm.mlir.addressof @{_PARKED} : !llvm.ptr"""
 
+
+def _take_each(done: str, found: str) -> str:
+    """Blocks ^scan(%i) and ^take: slot %i's block taken out of it (%got, 0 when the slot
+    was empty; %next = %i + 1), then ^`found` with a block, the next slot without one,
+    ^`done` after the last slot."""
+    return f"""^scan(%i: i64):
+  %done = llvm.icmp "eq" %i, %slots : i64
+  llvm.cond_br %done, ^{done}, ^take
+^take:
+{_SLOT}
+  %got = llvm.atomicrmw xchg %slot, %zero acq_rel : !llvm.ptr, i64
+  %empty = llvm.icmp "eq" %got, %zero : i64
+  %next = llvm.add %i, %one : i64
+  llvm.cond_br %empty, ^scan(%next : i64), ^{found}"""
+
+
 _FUNCTIONS = f"""
 llvm.func @malloc(i64) -> !llvm.ptr attributes {{sym_visibility = "private"}}
 llvm.func @free(!llvm.ptr) attributes {{sym_visibility = "private"}}
@@ -63,15 +79,7 @@ llvm.func internal @{ALLOC}(%size: i64) -> !llvm.ptr {{
   %total = llvm.add %size, %header : i64
   %small = llvm.icmp "ult" %total, %min : i64
   llvm.cond_br %small, ^fresh, ^scan(%zero : i64)
-^scan(%i: i64):
-  %done = llvm.icmp "eq" %i, %slots : i64
-  llvm.cond_br %done, ^fresh, ^take
-^take:
-{_SLOT}
-  %got = llvm.atomicrmw xchg %slot, %zero acq_rel : !llvm.ptr, i64
-  %empty = llvm.icmp "eq" %got, %zero : i64
-  %next = llvm.add %i, %one : i64
-  llvm.cond_br %empty, ^scan(%next : i64), ^check
+{_take_each("fresh", "check")}
 ^check:
   %block = llvm.inttoptr %got : i64 to !llvm.ptr
   %capacity = llvm.load %block : !llvm.ptr -> i64
@@ -143,15 +151,7 @@ llvm.func internal @{FREE}(%user: !llvm.ptr) {{
 llvm.func internal @{RELEASE}() {{
 {_CONSTANTS}
   llvm.br ^scan(%zero : i64)
-^scan(%i: i64):
-  %done = llvm.icmp "eq" %i, %slots : i64
-  llvm.cond_br %done, ^out, ^take
-^take:
-{_SLOT}
-  %got = llvm.atomicrmw xchg %slot, %zero acq_rel : !llvm.ptr, i64
-  %next = llvm.add %i, %one : i64
-  %empty = llvm.icmp "eq" %got, %zero : i64
-  llvm.cond_br %empty, ^scan(%next : i64), ^release
+{_take_each("out", "release")}
 ^release:
   %block = llvm.inttoptr %got : i64 to !llvm.ptr
   %capacity = llvm.load %block : !llvm.ptr -> i64
