@@ -16,7 +16,7 @@ from conftest import check_ir, run, stage_text
 from targets_support import TARGETS, compile_for
 
 import xlamlir as xm
-from xlamlir.lowering.ops.sort_parallel import CHUNKS, PARALLEL_MIN, chunk_shift
+from xlamlir.lowering.ops.sort_parallel import CHUNKS, GROUPS, PARALLEL_MIN, SCRATCH, chunk_shift
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -262,6 +262,66 @@ def test_parallel_radix_ir() -> None:
         CHECK-NOT: scf.forall
         CHECK: scf.for {{.*}} -> (index, tensor<1048576xf32>)
     """)
+
+
+def test_parallel_radix_prefetches_and_scratch_ir() -> None:
+    # 3 * 2**18 f32 (3 chunks; the scratch is not row-sized). The scatter prefetches
+    # each bucket's position 2 KB (512 keys) ahead for writing; a bucket counts its
+    # digits while prefetching its positions of the second buffer, which is the group's
+    # part of the scratch (as a view indexed by row position) when the bucket fits in
+    # it; its results are written in order after the passes.
+    b = xm.XlaBuilder("ir")
+    b.sort(b.parameter(0, shape(np.float32, (3 << 18,))))
+    check_ir(stage_text(b.build(), "linalg"), f"""
+        CHECK-DAG: %[[AHEAD:.*]] = arith.constant 512 : index
+        CHECK-DAG: %[[FITS:.*]] = arith.constant {SCRATCH} : index
+        CHECK: %[[SCRATCH:.*]] = memref.alloc() : memref<{GROUPS * SCRATCH}xi32>
+        CHECK: scf.forall (%{{{{.*}}}}) in (3) {{
+        CHECK: scf.forall (%{{{{.*}}}}) in (3) {{
+        CHECK: %[[NEXT:.*]] = arith.addi %[[POS:.*]], %[[AHEAD]] : index
+        CHECK: %[[AT:.*]] = arith.minui %[[NEXT]], %c786431 : index
+        CHECK: memref.prefetch %[[ROW:.*]][%[[AT]]], write, locality<3>, data : memref<786432xi32>
+        CHECK: memref.store {{{{.*}}}}, %[[ROW]][%[[POS]]] : memref<786432xi32>
+        CHECK: scf.forall (%{{{{.*}}}}) in (16) shared_outs
+        CHECK: arith.cmpi ule, %{{{{.*}}}}, %[[FITS]] : index
+        CHECK: %[[SPARE:.*]] = scf.if {{{{.*}}}} -> (memref<786432xi32, strided<[1], offset: ?>>)
+        CHECK: memref.reinterpret_cast %[[SCRATCH]]
+        CHECK: memref.cast
+        CHECK: memref.load %[[ROW]]
+        CHECK-NEXT: memref.prefetch %[[SPARE]][%{{{{.*}}}}], write, locality<3>, data
+        CHECK: memref.store {{{{.*}}}}, %[[SPARE]]
+        CHECK: memref.load %[[ROW]]
+        CHECK: tensor.insert
+        CHECK: tensor.parallel_insert_slice
+    """)
+
+
+@pytest.mark.parametrize("wide_key", [False, True])
+def test_buckets_around_the_scratch_size(wide_key: bool) -> None:
+    # Buckets of SCRATCH - 1, SCRATCH and SCRATCH + 1 elements (the last sorted in the
+    # row-sized buffer, the others in their group's scratch) next to small ones; keys
+    # and (key, index) pairs (i64 moved values) with ties.
+    n = PARALLEL_MIN + 3 * SCRATCH
+    rng = np.random.default_rng(5)
+    sizes = [SCRATCH - 1, SCRATCH, SCRATCH + 1]
+    tops = rng.permutation(np.arange(1, 2040, dtype=np.uint32))  # distinct top digits
+    x = rng.integers(0, 1 << 32, n, dtype=np.uint32)
+    start = 0
+    for top, size in zip(tops, sizes):
+        x[start:start + size] = (np.uint32(top) << np.uint32(21)) | rng.integers(
+            0, 1 << 21 if wide_key else 64, size, dtype=np.uint32)
+        start += size
+    x = x[rng.permutation(n)]
+    want = stable_order(order_keys(x, True))
+
+    def build(b, p):
+        iota = b.iota(xm.Shape.array(xm.S32, (n,)), 0)
+        return b.tuple([b.sort(p), b.sort([p, iota], is_stable=True)])
+
+    keys, (values, order) = run(build, x)
+    assert_bits(keys, x[want])
+    np.testing.assert_array_equal(order, want)
+    assert_bits(values, x[want])
 
 
 def test_uneven_buckets() -> None:
