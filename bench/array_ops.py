@@ -41,6 +41,18 @@ def sort(n: int = 1 << 20) -> Measurement:
                         work=4 * n, unit="GB/s", repeats=9, check=_exact))
 
 
+def sort_rows(rows: int = 1024, n: int = 1024) -> Measurement:
+    """Every row of a matrix sorted (lowering/ops/sort_network.py: a bitonic network with
+    a vector lane per row, the groups of rows on the cores)."""
+    def build() -> xm.XlaComputation:
+        b, (x,) = _params("sort_rows", (F32, (rows, n)))
+        return b.build(b.sort(x))
+
+    return measure(Case(build, lambda: (_normal(10, rows, n),), lambda x: np.sort(x, axis=-1),
+                        jnp and (lambda x: jnp.sort(x, axis=-1)), work=4 * rows * n, unit="GB/s",
+                        repeats=9, check=_exact))
+
+
 def numpy_top_k(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The k largest of each row, largest first: argpartition, then sort only those k."""
     part = np.argpartition(-x, k - 1, axis=1)[:, :k]
@@ -207,6 +219,7 @@ def workloads() -> list[Workload]:
     """The issue-#17 rows of this module, for bench/suite.py."""
     return [
         Workload("sort f32[1M]", sort, None),
+        Workload("sort rows f32[1024,1024] last axis", sort_rows, None),
         Workload("top_k k=8 of f32[1024,4096]", top_k, None),
         Workload("scatter-add 1M updates -> f32[64K]", scatter_add, None),
         Workload("gather 128K rows of f32[100K,64]", gather, None),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import run, stage_text
+from targets_support import TARGETS, compile_for
 from test_sort import (
     ALL_DTYPES,
     BF16,
@@ -22,8 +23,10 @@ from test_sort import (
 import xlamlir as xm
 
 # Rows along the last dimension: groups of 16 (32-bit keys) or 8 (several operands) rows,
-# partial ones, lengths 2..512 not all powers of two, a leading batch dimension.
-SHAPES = [(5, 2), (17, 3), (9, 16), (4, 33), (3, 7, 64), (20, 100), (18, 256), (6, 512)]
+# partial ones, lengths 2..4096 not all powers of two (below, at and past one block of 8
+# places and the phases in registers), a leading batch dimension.
+SHAPES = [(5, 2), (17, 3), (9, 5), (4, 8), (9, 16), (4, 33), (3, 7, 64), (20, 100), (18, 256),
+          (6, 512), (5, 1000), (4, 4096)]
 NETWORK_DTYPES = [t for t in ALL_DTYPES if np.dtype(t).itemsize <= 4]
 
 
@@ -94,14 +97,37 @@ def test_short_rows_sort_is_a_vector_network() -> None:
     b = xm.XlaBuilder("rows")
     b.sort(b.parameter(0, xm.Shape.array(xm.F32, (64, 256))))
     linalg = stage_text(b.build(), "linalg")
-    # 36 stages of the 256-point bitonic network, each one min and one max of 16 rows' keys.
-    assert linalg.count("arith.minui") == 36 and linalg.count("arith.maxui") == 36
+    # The 256-point bitonic network, each compare-exchange one min and one max of 16 rows'
+    # keys: the phases of up to 8 places in one pass in registers (24 exchanges per block
+    # of 8), then one loop over the phases 16 .. 256, each a mirror stage, a loop over its
+    # stages 8 or more places apart and a pass in registers for the others (12 exchanges).
+    assert linalg.count("arith.minui") == 38 and linalg.count("arith.maxui") == 38
     assert "vector<16xi32>" in linalg
     assert "func.call" not in linalg  # no comparator calls
+    # Rows in and out as 16 x 16 tiles transposed in registers (4 rounds of 16 shuffles).
+    assert linalg.count("vector.shuffle") == 2 * 4 * 16
+    assert "scf.forall" in linalg  # the groups of rows on the cores
 
 
 def test_long_rows_and_64_bit_keys_keep_the_radix_sort() -> None:
-    for dtype, dims in ((xm.F32, (64, 513)), (xm.F64, (64, 100)), (xm.F32, (2, 100))):
+    for dtype, dims in ((xm.F32, (64, 4097)), (xm.F64, (64, 100)), (xm.F32, (2, 100))):
         b = xm.XlaBuilder("rows")
         b.sort(b.parameter(0, xm.Shape.array(dtype, dims)))
         assert "arith.minui" not in stage_text(b.build(), "linalg"), (dtype, dims)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_every_target_cpu(target: str) -> None:
+    # The 512-bit vectors of keys and the 16 x 16 transposes are split by LLVM into what
+    # the target has (SSE, AVX2, AVX-512): the same bits on each. A partial group of rows,
+    # rows of 1000 places (phases in registers and in the loop), keys and (key, index).
+    x = special_values(np.float32, 21 * 1000, 3).reshape(21, 1000)
+    b = xm.XlaBuilder("t")
+    p = b.parameter(0, xm.Shape.array(xm.F32, x.shape))
+    iota = b.iota(xm.Shape.array(xm.S32, x.shape), 1)
+    comp = b.build(b.tuple([b.sort(p), b.sort([p, iota], is_stable=True)]))
+    s, (v, i) = compile_for(comp, target)(x)
+    want = stable_order(x, sort_key)
+    np.testing.assert_array_equal(_bits(s), _bits(np.take_along_axis(x, want, -1)))
+    np.testing.assert_array_equal(i, want)
+    np.testing.assert_array_equal(_bits(v), _bits(np.take_along_axis(x, want, -1)))

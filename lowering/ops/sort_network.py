@@ -19,8 +19,8 @@ could tell apart:
   stable sort's bit for bit;
 - otherwise (several operands): i64 keys (key << 32 | position), all distinct,
   sorted; each operand is then gathered by the positions.
-Groups run one after another (one core: splitting them across the cores is
-left to do). Only vector arith and
+Groups are the iterations of one scf.forall (the cores share them), each writing
+its rows of the results. Only vector arith and
 transfers: LLVM lowers the 512-bit vectors to whatever the target has.
 Imports `dialect` and the lowering modules.
 """
@@ -28,18 +28,26 @@ Imports `dialect` and the lowering modules.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from mlir import ir
 from mlir.dialects import arith, scf, tensor, vector
 
 from ...dialect.element_types import PrimitiveType
+from ..register_transpose import transposed
 from ..scalar.arithmetic import int_splat
-from .indexing import element_type, index_const
+from .indexing import DYNAMIC, element_type, index_const
 from .sort_kernels import KeyOrder, decoder, for_range, if_values, is_nan, key_bits, sort_key
 
-NETWORK_MAX = 512  # longer rows: the radix sort (a 1024-row buffer of keys leaves L1; measured slower)
+# Longer rows: the radix sort. With the groups on the cores and BLOCK, measured against
+# the radix sort (f32, 2 cores, AVX-512): [1024,1024] 1.51 vs 2.61 ms, [512,2048] 1.86
+# vs 2.65, [256,4096] 2.16 vs 2.47 (a 256 KB buffer per group, in L2), [128,8192] 2.54 vs
+# 2.43.
+NETWORK_MAX = 4096
 VECTOR_BITS = 512
+# Compare-exchanges between places less than BLOCK apart run in registers, BLOCK places'
+# vectors loaded once per pass instead of once per stage.
+BLOCK = 8
 
 
 def network_applies(dims: Sequence[int], axis: int, types: Sequence[PrimitiveType],
@@ -54,40 +62,103 @@ def _bitonic(keys: ir.Value, size: int, vtype: ir.VectorType) -> ir.Value:
     """`keys` ([size, lanes], size a power of two) with every column sorted ascending."""
     read_map = ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)])
     zero = index_const(0)
+    block = min(BLOCK, size)
+
+    def load(buffer: ir.Value, at: ir.Value) -> ir.Value:
+        return vector.transfer_read(vtype, buffer, [at, zero], read_map, _pad(vtype), [True])
+
+    def store(buffer: ir.Value, value: ir.Value, at: ir.Value) -> ir.Value:
+        return vector.transfer_write(buffer.type, value, buffer, [at, zero], read_map, [True])
 
     def exchange(buffer: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
-        a = vector.transfer_read(vtype, buffer, [lo, zero], read_map, _pad(vtype), [True])
-        b = vector.transfer_read(vtype, buffer, [hi, zero], read_map, _pad(vtype), [True])
-        buffer = vector.transfer_write(buffer.type, arith.minui(a, b), buffer, [lo, zero], read_map, [True])
-        return vector.transfer_write(buffer.type, arith.maxui(a, b), buffer, [hi, zero], read_map, [True])
+        a, b = load(buffer, lo), load(buffer, hi)
+        return store(store(buffer, arith.minui(a, b), lo), arith.maxui(a, b), hi)
 
+    def in_registers(buffer: ir.Value, pairs: list[tuple[int, int]]) -> ir.Value:
+        """The compare-exchanges `pairs` (places within a block) on every block of
+        `block` places: the block's vectors loaded once, exchanged in registers, stored."""
+        def each(b: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
+            base = arith.muli(b, index_const(block))
+            at = [arith.addi(base, index_const(t)) for t in range(block)]
+            v = [load(carried[0], a) for a in at]
+            for lo, hi in pairs:
+                v[lo], v[hi] = arith.minui(v[lo], v[hi]), arith.maxui(v[lo], v[hi])
+            buffer = carried[0]
+            for a, value in zip(at, v):
+                buffer = store(buffer, value, a)
+            return [buffer]
+
+        return for_range(0, size // block, [buffer], each)[0]
+
+    def mirror_pairs(k: int) -> list[tuple[int, int]]:
+        return [(b + t, b + k - 1 - t) for b in range(0, block, k) for t in range(k // 2)]
+
+    def half_pairs(j: int) -> list[tuple[int, int]]:
+        return [(t, t + j) for t in range(block) if not t & j]
+
+    # Phases k <= block: wholly within blocks.
+    pairs: list[tuple[int, int]] = []
     k = 2
-    while k <= size:
-        half = k // 2
-        shift = half.bit_length() - 1
-
-        def mirror(i: ir.Value, carried: list[ir.Value], k: int = k, half: int = half,
-                   shift: int = shift) -> list[ir.Value]:
-            block = arith.shli(arith.shrui(i, index_const(shift)), index_const(shift + 1))
-            offset = arith.andi(i, index_const(half - 1))
-            lo = arith.addi(block, offset)
-            hi = arith.subi(arith.addi(block, index_const(k - 1)), offset)
-            return [exchange(carried[0], lo, hi)]
-
-        keys = for_range(0, size // 2, [keys], mirror)[0]
-        j = half // 2
+    while k <= block:
+        pairs += mirror_pairs(k)
+        j = k // 4
         while j >= 1:
-            s = j.bit_length() - 1
-
-            def step(i: ir.Value, carried: list[ir.Value], j: int = j, s: int = s) -> list[ir.Value]:
-                lo = arith.ori(arith.shli(arith.shrui(i, index_const(s)), index_const(s + 1)),
-                               arith.andi(i, index_const(j - 1)))
-                return [exchange(carried[0], lo, arith.addi(lo, index_const(j)))]
-
-            keys = for_range(0, size // 2, [keys], step)[0]
+            pairs += half_pairs(j)
             j //= 2
         k *= 2
-    return keys
+    keys = in_registers(keys, pairs)
+    if k > size:
+        return keys
+    # Phases k = 2 * block .. size: one loop over the phases, of a loop over their memory
+    # stages (not one loop per stage: LLVM compiled each, 55 for 1024 places).
+    low = [p for j in _powers_below(block) for p in half_pairs(j)]
+    one = index_const(1)
+
+    def shl(x: ir.Value, bits: ir.Value) -> ir.Value:
+        return arith.shli(x, bits)
+
+    def phase(p: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
+        """Phase k = 2**p: the mirror stage, the stages j = k/4 .. block, then the ones
+        below a block in registers."""
+        half_bits = arith.subi(p, one)
+        k_minus_1 = arith.subi(shl(one, p), one)
+
+        def mirror(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
+            start = shl(arith.shrui(i, half_bits), p)
+            offset = arith.andi(i, arith.subi(shl(one, half_bits), one))
+            return [exchange(carried[0], arith.addi(start, offset),
+                             arith.subi(arith.addi(start, k_minus_1), offset))]
+
+        buffer = for_range(0, size // 2, carried, mirror)[0]
+
+        def stage(t: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
+            q = arith.subi(arith.subi(p, index_const(2)), t)  # j = 2**q
+            j = shl(one, q)
+
+            def step(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
+                lo = arith.ori(shl(arith.shrui(i, q), arith.addi(q, one)),
+                               arith.andi(i, arith.subi(j, one)))
+                return [exchange(carried[0], lo, arith.addi(lo, j))]
+
+            return for_range(0, size // 2, carried, step)
+
+        # Stages j = 2**(p-2) .. block: p - 1 - log2(block) of them.
+        stages = arith.subi(p, index_const(block.bit_length() - 1 + 1))
+        buffer = for_range(0, stages, [buffer], stage)[0]
+        return [in_registers(buffer, low)]
+
+    first_phase = (2 * block).bit_length() - 1
+    return for_range(first_phase, size.bit_length(), [keys], phase)[0]
+
+
+def _powers_below(block: int) -> list[int]:
+    """block/2, block/4, .., 1."""
+    out = []
+    j = block // 2
+    while j >= 1:
+        out.append(j)
+        j //= 2
+    return out
 
 
 def _pad(vtype: ir.VectorType) -> ir.Value:
@@ -109,7 +180,6 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
     lanes = VECTOR_BITS // width
     vtype = ir.VectorType.get([lanes], kt)
     i32v = ir.VectorType.get([lanes], ir.IntegerType.get_signless(32))
-    column = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(rank - 2)])
     along = ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)])
     groups = -(-rows // lanes)
     outer = list(dims[:-2])
@@ -117,6 +187,10 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
     decode = decoder(key_type, storage, order) if single else None
     results = [tensor.EmptyOp(list(dims), element_type(x)).result for x in inputs]
     buffer_type = ir.RankedTensorType.get([size, lanes], kt)
+    # Places are filled and written back `lanes` at a time (whole tiles: past the row they
+    # hold keys of 0, which the padding then overwrites up to `size`).
+    tiles = -(-n // lanes)
+    allocated = max(size, tiles * lanes)
 
     def group(flat: ir.Value, outs: list[ir.Value]) -> list[ir.Value]:
         ivs = []
@@ -125,44 +199,84 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
             stride //= d
             ivs.append(arith.remui(arith.divui(flat, index_const(stride)), index_const(d)))
         first = arith.muli(ivs[-1], index_const(lanes))
-        lead = ivs[:-1] + [first]
+        lead = ivs[:-1] + [first]  # the group's first row in the inputs
+        at = [index_const(0)] * len(lead)  # and in `outs`, its slices of the results
         src_type = ir.VectorType.get([lanes], element_type(inputs[order.operand]))
         key_vtype = ir.VectorType.get([lanes], ir.IntegerType.get_signless(key_bits(key_type)))
         zero_elem = _zero_of(element_type(inputs[order.operand]))
 
-        def fill(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
+        row_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(rank - 1)])
+        live = arith.minsi(index_const(lanes), arith.subi(index_const(rows), first))
+        last_row = index_const(rows - 1)
+        # The key of a NaN (float_nan_last): no other value has it.
+        nan_key = int_splat(vtype, ((1 << key_bits(key_type)) - 1) if order.ascending else 0)
+
+        def fill(tile: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
+            """Places i0 .. i0 + lanes - 1 of the group's rows, read as one vector per row
+            and transposed in registers into one vector per place (a lane per row)."""
             buffer, nans = carried
-            x = vector.transfer_read(src_type, inputs[order.operand], lead + [i], column, zero_elem, [False])
-            key = sort_key(x, key_type, order)
-            if width > key_bits(key_type):
-                key = arith.extui(vtype, key)
-            if not single:  # the key above the position
-                key = arith.ori(arith.shli(key, int_splat(vtype, 32)),
-                                vector.broadcast(vtype, arith.index_cast(kt, i)))
-            buffer = vector.transfer_write(buffer.type, key, buffer, [i, index_const(0)], along, [True])
-            if nan_last:
-                nans = arith.addi(nans, arith.select(is_nan(x, key_type), int_splat(i32v, 1),
-                                                     int_splat(i32v, 0)))
+            i0 = arith.muli(tile, index_const(lanes))
+            keys = []
+            for r in range(lanes):
+                # Rows past the last (a partial group) read the last one: their lanes are
+                # never written back.
+                row = arith.minsi(arith.addi(first, index_const(r)), last_row)
+                x = vector.transfer_read(src_type, inputs[order.operand], lead[:-1] + [row, i0],
+                                         row_map, zero_elem, [False])
+                key = sort_key(x, key_type, order)
+                if width > key_bits(key_type):
+                    key = arith.extui(vtype, key)
+                if not single:  # the key above the position
+                    places = arith.addi(vector.step(ir.VectorType.get([lanes], ir.IndexType.get())),
+                                        vector.broadcast(ir.VectorType.get([lanes], ir.IndexType.get()), i0))
+                    key = arith.ori(arith.shli(key, int_splat(vtype, 32)), arith.index_cast(vtype, places))
+                keys.append(key)
+            for k, key in enumerate(transposed(keys, pairs_first=False)):
+                buffer = vector.transfer_write(buffer.type, key, buffer,
+                                               [arith.addi(i0, index_const(k)), index_const(0)],
+                                               along, [True])
+                if nan_last:  # places past the row hold 0.0, whose key is not a NaN's
+                    nans = arith.addi(nans, arith.select(
+                        arith.cmpi(arith.CmpIPredicate.eq, key, nan_key),
+                        int_splat(i32v, 1), int_splat(i32v, 0)))
             return [buffer, nans]
 
-        buffer = tensor.EmptyOp([size, lanes], kt).result
-        buffer, nans = for_range(0, n, [buffer, int_splat(i32v, 0)], fill)
+        buffer = tensor.EmptyOp([allocated, lanes], kt).result
+        buffer, nans = for_range(0, tiles, [buffer, int_splat(i32v, 0)], fill)
         if size > n:
             def pad(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
-                return [vector.transfer_write(buffer_type, int_splat(vtype, -1), carried[0],
+                return [vector.transfer_write(carried[0].type, int_splat(vtype, -1), carried[0],
                                               [i, index_const(0)], along, [True])]
             buffer = for_range(n, size, [buffer], pad)[0]
+        if allocated > size:
+            buffer = tensor.extract_slice(buffer_type, buffer, [], [], [], [0, 0], [size, lanes], [1, 1])
         buffer = _bitonic(buffer, size, vtype)
         if single:
-            def write(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
-                key = vector.transfer_read(vtype, buffer, [i, index_const(0)], along, _pad(vtype), [True])
-                if width > key_bits(key_type):
-                    key = arith.trunci(key_vtype, key)
-                value = decode(key)
+            def write(tile: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
+                """Sorted places i0 .. i0 + lanes - 1, transposed back to one vector per row
+                and written into the rows the group has."""
+                i0 = arith.muli(tile, index_const(lanes))
+                values = []
+                for k in range(lanes):
+                    key = vector.transfer_read(vtype, buffer, [arith.addi(i0, index_const(k)),
+                                                               index_const(0)], along, _pad(vtype), [True])
+                    if width > key_bits(key_type):
+                        key = arith.trunci(key_vtype, key)
+                    values.append(_as_int(decode(key)))
                 out = carried[0]
-                return [vector.transfer_write(out.type, value, out, lead + [i], column, [False])]
+                for r, row in enumerate(transposed(values, pairs_first=False)):
+                    row = _from_int(row, src_type)
 
-            out = for_range(0, n, outs, write)[0]
+                    def put(out: ir.Value = out, row: ir.Value = row, r: int = r) -> list[ir.Value]:
+                        return [vector.transfer_write(out.type, row, out, at[:-1] + [index_const(r), i0],
+                                                      row_map, [False])]
+
+                    has_row = arith.cmpi(arith.CmpIPredicate.slt, index_const(r), live)
+                    out = put()[0] if r == 0 else if_values(has_row, put, lambda out=out: [out],
+                                                            [out.type])[0]
+                return [out]
+
+            out = for_range(0, tiles, outs, write)[0]
             if nan_last:
                 # One loop over the lanes (not one per lane: bufferization's analysis of
                 # many chained loops writing one tensor took minutes).
@@ -173,29 +287,41 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
 
                 def fix(lane: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
                     return [_place_nans(inputs[0], carried[0], tensor.extract(counts, [lane]),
-                                        lead[:-1] + [arith.addi(first, lane)], n, key_type,
-                                        order.ascending)]
+                                        lead[:-1] + [arith.addi(first, lane)], at[:-1] + [lane],
+                                        n, key_type, order.ascending)]
 
-                out = for_range(0, lanes, [out], fix)[0]
+                out = for_range(0, live, [out], fix)[0]
             return [out]
         # Several operands: each gathered by the positions, row by row.
-        live = arith.minsi(index_const(lanes), arith.subi(index_const(rows), first))
-
         def gather_row(lane: ir.Value, outs: list[ir.Value]) -> list[ir.Value]:
             at_row = lead[:-1] + [arith.addi(first, lane)]
+            out_row = at[:-1] + [lane]
 
             def element(i: ir.Value, outs: list[ir.Value]) -> list[ir.Value]:
                 moved = tensor.extract(buffer, [i, lane])
                 position = arith.index_castui(ir.IndexType.get(), arith.trunci(
                     ir.IntegerType.get_signless(32), moved))
-                return [tensor.insert(tensor.extract(x, at_row + [position]), o, at_row + [i])
+                return [tensor.insert(tensor.extract(x, at_row + [position]), o, out_row + [i])
                         for x, o in zip(inputs, outs)]
 
             return for_range(0, n, outs, element)
 
         return for_range(0, live, outs, gather_row)
 
-    return _each_group(count, results, group, lanes, dims)
+    return _each_group(count, groups, rows, lanes, results, group)
+
+
+def _as_int(v: ir.Value) -> ir.Value:
+    """A vector of floats as the integers of its bits (shuffles move bits alike)."""
+    t = ir.VectorType(v.type)
+    if isinstance(t.element_type, ir.IntegerType):
+        return v
+    width = ir.FloatType(t.element_type).width
+    return arith.bitcast(ir.VectorType.get(t.shape, ir.IntegerType.get_signless(width)), v)
+
+
+def _from_int(v: ir.Value, to: ir.VectorType) -> ir.Value:
+    return v if v.type == to else arith.bitcast(to, v)
 
 
 def _zero_of(t: ir.Type) -> ir.Value:
@@ -204,9 +330,10 @@ def _zero_of(t: ir.Type) -> ir.Value:
     return arith.constant(t, 0)
 
 
-def _place_nans(row_source: ir.Value, out: ir.Value, nans: ir.Value, at_row: list[ir.Value], n: int,
-                t: PrimitiveType, ascending: bool) -> ir.Value:
-    """`out`'s row at `at_row` with its block of NaN keys holding that row's NaNs, in order."""
+def _place_nans(row_source: ir.Value, out: ir.Value, nans: ir.Value, at_row: list[ir.Value],
+                out_row: list[ir.Value], n: int, t: PrimitiveType, ascending: bool) -> ir.Value:
+    """`out`'s row at `out_row` with its block of NaN keys holding the NaNs of
+    `row_source`'s row at `at_row`, in order."""
     nans = arith.index_cast(ir.IndexType.get(), nans)
     start = arith.subi(index_const(n), nans) if ascending else index_const(0)
 
@@ -214,7 +341,7 @@ def _place_nans(row_source: ir.Value, out: ir.Value, nans: ir.Value, at_row: lis
         pos, out = carried
         x = tensor.extract(row_source, at_row + [i])
         nan = is_nan(x, t)
-        written = if_values(nan, lambda: [tensor.insert(x, out, at_row + [pos])], lambda: [out],
+        written = if_values(nan, lambda: [tensor.insert(x, out, out_row + [pos])], lambda: [out],
                             [out.type])[0]
         return [arith.addi(pos, arith.select(nan, index_const(1), index_const(0))), written]
 
@@ -223,10 +350,35 @@ def _place_nans(row_source: ir.Value, out: ir.Value, nans: ir.Value, at_row: lis
     return for_range(0, trips, [start, out], step)[1]
 
 
-def _each_group(count: int, results: list[ir.Value], group, lanes: int, dims: Sequence[int]
-                   ) -> list[ir.Value]:
-    """scf.for over the groups (each writes its rows of the results)."""
-    loop = scf.ForOp(index_const(0), index_const(count), index_const(1), results)
+def _each_group(count: int, groups: int, rows: int, lanes: int, results: list[ir.Value],
+                group: Callable[[ir.Value, list[ir.Value]], list[ir.Value]]) -> list[ir.Value]:
+    """One scf.forall iteration per group (of `count`, `groups` along the rows), each
+    writing its slice of the results: its rows (`lanes`, fewer in the last group) at its
+    indices of the leading dimensions. The pipeline runs the iterations on the cores."""
+    loop = scf.ForallOp([0], [count], [1], results)
     with ir.InsertionPoint(loop.body):
-        scf.YieldOp(group(loop.induction_variable, list(loop.inner_iter_args)))
+        flat = loop.induction_variables[0]
+        rank = ir.RankedTensorType(results[0].type).rank
+        lead_dims = list(ir.RankedTensorType(results[0].type).shape[:-2])
+        ivs = []
+        stride = count
+        for d in lead_dims + [groups]:  # as `group` delinearises
+            stride //= d
+            ivs.append(arith.remui(arith.divui(flat, index_const(stride)), index_const(d)))
+        first = arith.muli(ivs[-1], index_const(lanes))
+        live = arith.minsi(index_const(lanes), arith.subi(index_const(rows), first))
+        n = ir.RankedTensorType(results[0].type).shape[-1]
+        offsets = ivs[:-1] + [first]
+        static_offsets = [DYNAMIC] * (rank - 1) + [0]
+        sizes = [1] * (rank - 2) + [DYNAMIC, n]
+        dynamic = ir.ShapedType.get_dynamic_size()
+        slice_args = (offsets, [live], [], static_offsets, sizes, [1] * rank)
+        slices = [tensor.extract_slice(
+            ir.RankedTensorType.get([1] * (rank - 2) + [dynamic, n],
+                                    ir.RankedTensorType(shared.type).element_type),
+            shared, *slice_args) for shared in loop.inner_iter_args]
+        written = group(flat, slices)
+        with ir.InsertionPoint(loop.terminator().block):
+            for w, shared in zip(written, loop.inner_iter_args):
+                tensor.parallel_insert_slice(w, shared, *slice_args)
     return list(loop.results)
