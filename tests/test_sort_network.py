@@ -27,7 +27,7 @@ import xlamlir as xm
 # places and the phases in registers), a leading batch dimension.
 SHAPES = [(5, 2), (17, 3), (9, 5), (4, 8), (9, 16), (4, 33), (3, 7, 64), (20, 100), (18, 256),
           (6, 512), (5, 1000), (4, 4096)]
-NETWORK_DTYPES = [t for t in ALL_DTYPES if np.dtype(t).itemsize <= 4]
+NETWORK_DTYPES = ALL_DTYPES  # one operand: keys of up to 64 bits (8 lanes of 64)
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
@@ -109,11 +109,21 @@ def test_short_rows_sort_is_a_vector_network() -> None:
     assert "scf.forall" in linalg  # the groups of rows on the cores
 
 
-def test_long_rows_and_64_bit_keys_keep_the_radix_sort() -> None:
-    for dtype, dims in ((xm.F32, (64, 4097)), (xm.F64, (64, 100)), (xm.F32, (2, 100))):
+def test_long_rows_and_64_bit_keys_with_values_keep_the_radix_sort() -> None:
+    for dtype, dims, values in ((xm.F32, (64, 4097), False), (xm.F64, (64, 100), True),
+                                (xm.S64, (64, 100), True), (xm.F32, (2, 100), False)):
         b = xm.XlaBuilder("rows")
-        b.sort(b.parameter(0, xm.Shape.array(dtype, dims)))
+        p = b.parameter(0, xm.Shape.array(dtype, dims))
+        b.sort([p, b.iota(xm.Shape.array(xm.S32, dims), 1)] if values else p)
         assert "arith.minui" not in stage_text(b.build(), "linalg"), (dtype, dims)
+
+
+def test_64_bit_keys_take_8_lanes() -> None:
+    b = xm.XlaBuilder("rows")
+    b.sort(b.parameter(0, xm.Shape.array(xm.F64, (64, 256))))
+    linalg = stage_text(b.build(), "linalg")
+    assert "arith.minui" in linalg and "vector<8xi64>" in linalg
+    assert "vector<16xi32>" not in linalg
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -122,12 +132,15 @@ def test_every_target_cpu(target: str) -> None:
     # the target has (SSE, AVX2, AVX-512): the same bits on each. A partial group of rows,
     # rows of 1000 places (phases in registers and in the loop), keys and (key, index).
     x = special_values(np.float32, 21 * 1000, 3).reshape(21, 1000)
+    y = special_values(np.float64, 11 * 300, 4).reshape(11, 300)  # 8 lanes of 64 bits
     b = xm.XlaBuilder("t")
     p = b.parameter(0, xm.Shape.array(xm.F32, x.shape))
+    q = b.parameter(1, xm.Shape.array(xm.F64, y.shape))
     iota = b.iota(xm.Shape.array(xm.S32, x.shape), 1)
-    comp = b.build(b.tuple([b.sort(p), b.sort([p, iota], is_stable=True)]))
-    s, (v, i) = compile_for(comp, target)(x)
+    comp = b.build(b.tuple([b.sort(p), b.sort([p, iota], is_stable=True), b.sort(q)]))
+    s, (v, i), t = compile_for(comp, target)(x, y)
     want = stable_order(x, sort_key)
     np.testing.assert_array_equal(_bits(s), _bits(np.take_along_axis(x, want, -1)))
     np.testing.assert_array_equal(i, want)
     np.testing.assert_array_equal(_bits(v), _bits(np.take_along_axis(x, want, -1)))
+    np.testing.assert_array_equal(_bits(t), _bits(np.take_along_axis(y, stable_order(y, sort_key), -1)))

@@ -13,7 +13,7 @@ then places j = k/4, .., 1 apart.
 A network is not stable, so what it sorts must not have ties that the output
 could tell apart:
 - one operand whose keys determine its values (every order but float_nan_last
-  has a bijective key; float_nan_last gives every NaN one key): 32-bit keys, the
+  has a bijective key; float_nan_last gives every NaN one key): 32- or 64-bit keys, the
   sorted keys decoded back to values. NaNs, all one key, are then written again
   from the row in their order (only rows that hold some), so the result is the
   stable sort's bit for bit;
@@ -53,9 +53,9 @@ BLOCK = 8
 def network_applies(dims: Sequence[int], axis: int, types: Sequence[PrimitiveType],
                     order: KeyOrder) -> bool:
     """Whether `network_rows` sorts this: rows along the last dimension, short, in groups
-    of at least a few rows, keys of at most 32 bits."""
+    of at least a few rows; one operand, or several with keys of at most 32 bits."""
     return (len(dims) >= 2 and axis == len(dims) - 1 and 2 <= dims[-1] <= NETWORK_MAX
-            and dims[-2] >= 4 and key_bits(types[order.operand]) <= 32)
+            and dims[-2] >= 4 and (len(types) == 1 or key_bits(types[order.operand]) <= 32))
 
 
 def _bitonic(keys: ir.Value, size: int, vtype: ir.VectorType) -> ir.Value:
@@ -175,7 +175,8 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
     storage = element_type(inputs[order.operand])
     single = len(inputs) == 1
     nan_last = single and order.kind == "float_nan_last"
-    width = 32 if single else 64
+    # 16 lanes of 32-bit keys; 8 of 64-bit ones (64-bit types, or a key and a position).
+    width = 32 if single and key_bits(key_type) <= 32 else 64
     kt = ir.IntegerType.get_signless(width)
     lanes = VECTOR_BITS // width
     vtype = ir.VectorType.get([lanes], kt)
@@ -209,7 +210,9 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
         live = arith.minsi(index_const(lanes), arith.subi(index_const(rows), first))
         last_row = index_const(rows - 1)
         # The key of a NaN (float_nan_last): no other value has it.
-        nan_key = int_splat(vtype, ((1 << key_bits(key_type)) - 1) if order.ascending else 0)
+        bits = key_bits(key_type)
+        all_ones = (1 << bits) - 1 if bits < width else -1
+        nan_key = int_splat(vtype, all_ones if order.ascending else 0)
 
         def fill(tile: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
             """Places i0 .. i0 + lanes - 1 of the group's rows, read as one vector per row
