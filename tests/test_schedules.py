@@ -20,6 +20,7 @@ import re
 import numpy as np
 import pytest
 from conftest import check_ir
+from targets_support import compile_for
 
 import xlamlir as xm
 from xlamlir.lowering import schedules
@@ -248,12 +249,51 @@ def test_params_for_target_cpu(cpu: str, mr: int, nr: int) -> None:
     assert (p.mr, p.nr) == (mr, nr) and p.threads >= 1
 
 
+@pytest.mark.parametrize("cpu, kc", [
+    ("skylake-avx512", 256), ("sapphirerapids", 256), ("Icelake-Server", 256), ("novalake", 256),
+    ("znver4", 1024), ("znver5", 1024), ("x86-64-v4", 1024), ("x86-64-v3", 1024), ("znver3", 1024),
+])
+def test_k_blocks_per_target_cpu(cpu: str, kc: int) -> None:
+    # AVX-512: 256 deep on Intel's, 1024 on AMD's and the generic x86-64-v4.
+    assert schedules.Params.for_target(cpu).kc == kc
+
+
 @pytest.mark.parametrize("avx512, nr", [(True, 32), (False, 16)])
 def test_params_for_host_reads_the_cpu_flags(monkeypatch: pytest.MonkeyPatch, avx512: bool, nr: int) -> None:
     monkeypatch.setattr(schedules, "_host_has_avx512", lambda: avx512)
     assert schedules.Params.for_target().nr == nr
     host = schedules.Params.for_host()
     assert schedules.Params.for_target("host") == host == schedules.Params.for_target("native")
+
+
+@pytest.mark.parametrize("intel, kc", [(True, 256), (False, 1024)])
+def test_params_for_host_reads_the_vendor(monkeypatch: pytest.MonkeyPatch, intel: bool, kc: int) -> None:
+    monkeypatch.setattr(schedules, "_host_has_avx512", lambda: True)
+    monkeypatch.setattr(schedules, "_host_is_intel", lambda: intel)
+    assert schedules.Params.for_target("host").kc == kc
+
+
+def test_both_avx512_k_blocks_compute_the_product() -> None:
+    # Intel's 256-deep and AMD's 1024-deep blocks on any host (targets_support), with an
+    # epilogue, K past one block of either: each tile's sums run in K order either way,
+    # so the same bits.
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((256, 1100)).astype(np.float32)
+    w = rng.standard_normal((1100, 384)).astype(np.float32)
+    bias = rng.standard_normal(384).astype(np.float32)
+    b = xm.XlaBuilder("dense")
+    xp = b.parameter(0, xm.Shape.array(xm.F32, x.shape))
+    wp = b.parameter(1, xm.Shape.array(xm.F32, w.shape))
+    bp = b.parameter(2, xm.Shape.array(xm.F32, bias.shape))
+    y = b.max(b.add(b.dot(xp, wp), b.broadcast_in_dim(bp, (256, 384), [1])), b.constant(np.float32(0)))
+    want = np.maximum(x.astype(np.float64) @ w.astype(np.float64) + bias, 0)
+    results = []
+    for cpu in ("sapphirerapids", "znver4"):
+        exe = compile_for(b.build(y), cpu)
+        assert _scheduled(exe), cpu
+        results.append(exe(x, w, bias))
+        np.testing.assert_allclose(results[-1], want, rtol=1e-4, atol=1e-3)
+    np.testing.assert_array_equal(results[0].view(np.uint32), results[1].view(np.uint32))
 
 
 def test_params_for_an_unknown_target_cpu_names_the_known_ones() -> None:

@@ -115,6 +115,17 @@ def _host_has_avx512() -> bool:
     return False
 
 
+def _host_is_intel() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return "GenuineIntel" in line
+    except OSError:
+        pass
+    return False
+
+
 # LLVM's x86 CPU names (`llc -mcpu=help`, LLVM 21) by whether LLVM gives them 512-bit
 # registers (found by compiling a <16 x float> add for each and looking for zmm); "host"
 # reads /proc/cpuinfo instead. AMD's Zen 4 runs AVX-512 on 256-bit units, but a zmm
@@ -124,6 +135,8 @@ AVX512_CPUS = tuple("""
     icelake_client icelake-server icelake_server tigerlake rocketlake sapphirerapids emeraldrapids
     graniterapids graniterapids-d graniterapids_d diamondrapids novalake knl knm mic_avx512
     znver4 znver5""".split())
+# AMD's and the generic one (the rest are Intel's): their KC block spans 1024 deep.
+AVX512_1024_DEEP = ("x86-64-v4", "znver4", "znver5")
 # The rest: AVX2/AVX (16-wide vectors in two ymm), and SSE-only ones (LLVM splits them
 # into four xmm: correct, not tuned).
 OTHER_CPUS = tuple("""
@@ -153,7 +166,8 @@ class Params:
     @classmethod
     def for_target(cls, target_cpu: str = "host") -> Params:
         """The tiles for an LLVM CPU name: 8 x 32 (16 zmm accumulators, cache blocks of
-        8 panels x 1024 deep) where it has AVX-512 (`AVX512_CPUS`), else 6 x 16 (12 ymm
+        8 panels x 1024 deep on AMD's and x86-64-v4, 256 deep on Intel's) where it has
+        AVX-512 (`AVX512_CPUS`), else 6 x 16 (12 ymm
         with AVX2, blocks of 16 panels x 1024 deep; `OTHER_CPUS`). "host"
         (or "native") reads /proc/cpuinfo. Threads: the cores this process may run on.
         A name in neither list raises ArgumentError (naming the known ones)."""
@@ -161,17 +175,23 @@ class Params:
         name = target_cpu.strip().lower() if isinstance(target_cpu, str) else target_cpu
         if name in ("host", "native"):
             wide = _host_has_avx512()
+            deep = not _host_is_intel()
         elif name in AVX512_CPUS or name in OTHER_CPUS:
             wide = name in AVX512_CPUS
+            deep = name in AVX512_1024_DEEP
         else:
             raise ArgumentError(f"unknown target_cpu {target_cpu!r}; known: host, native, "
                                 + ", ".join(AVX512_CPUS + OTHER_CPUS))
         if wide:
-            # 16 zmm accumulators of 32. One KC block spans up to 1024 deep: measured on
-            # Zen 5 (48 KB L1, 1 MB L2), a 1024^3 product took 8-11% less CPU time than with
-            # 256-deep blocks (each tile's accumulators loaded and stored once, and started
-            # at zero: zero_accumulators.py), 8 panels a block keeping B's block in L2.
-            return cls(threads=threads, mr=8, nr=32, nc=8, kc=1024)
+            # 16 zmm accumulators of 32, 8 panels a block keeping B's block in L2. AMD:
+            # one KC block spans up to 1024 deep: measured on Zen 5 (48 KB L1, 1 MB L2), a
+            # 1024^3 product took 8-11% less CPU time than with 256-deep blocks (each
+            # tile's accumulators loaded and stored once, and started at zero:
+            # zero_accumulators.py). Intel: 256 deep: measured on a Xeon with AVX-512
+            # (48 KB L1, 2 MB L2; 2 cores, interleaved), relu(x@W+b) 256x1024x1024 1.98
+            # -> 1.81 ms, 128x1024x1024 -14%, 256x2048x2048 -10%, 512 rows or more and
+            # 1024^3 the same (within 2%), convolutions unaffected.
+            return cls(threads=threads, mr=8, nr=32, nc=8, kc=1024 if deep else 256)
         # 12 ymm accumulators of 16. KC up to 1024 deep here too: measured on Zen 3 (32 KB
         # L1, 512 KB L2, AVX2), interleaved runs, against 256 deep: 512^3 -18%, 1024^3 -12%,
         # relu(x@W+b) 256x1024x1024 -23% (one block spans K: accumulators start at zero
