@@ -2,32 +2,25 @@
 before timing.
 
 Prints one line per workload with our time, numpy's, JAX's and ours / the best of them,
-medians of 20 calls measured in this run (a shared machine is noisy: compare ratios of
-one run, and repeat). top_k is compared with np.argpartition, which does not
+medians of 20 calls measured in this run, in alternating blocks after pauses as `make
+bench` times them (`timing.medians`: JAX's and OpenBLAS's threads spin for a while after
+a call and took a core from whatever ran next). A shared machine is noisy: compare
+ratios of one run, and repeat. top_k is compared with np.argpartition, which does not
 order its k results (a lower bound). Run with `python bench/sort.py [filter]`.
 """
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from collections.abc import Callable
 
 import numpy as np
 from peers import jax, jnp
+from timing import medians
 
 import xlamlir as xm
 
-
-def median_ms(fn: Callable[[], object], calls: int = 20) -> float:
-    fn()
-    times = []
-    for _ in range(calls):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e3
+CALLS = 20
 
 
 def compiled(build: Callable[..., object], *arrays: np.ndarray) -> Callable[..., object]:
@@ -81,13 +74,13 @@ def check(name: str, ours: object, want: np.ndarray, x: np.ndarray) -> None:
         raise AssertionError(f"{name}: wrong result")
 
 
-def jax_ms(name: str, x: np.ndarray) -> float | None:
-    """JAX's time for the plain sorts (jnp.sort along the same axis), else None."""
+def jax_call(name: str, x: np.ndarray) -> Callable[[], object] | None:
+    """JAX's call for the plain sorts (jnp.sort along the same axis), else None."""
     if jax is None or not name.startswith("sort "):
         return None
     fn = jax.jit(lambda a: jnp.sort(a, axis=0 if "axis 0" in name else -1))
     xd = jnp.asarray(x)
-    return median_ms(lambda: jax.block_until_ready(fn(xd)))
+    return lambda: jax.block_until_ready(fn(xd))
 
 
 def main(only: str = "") -> None:
@@ -97,7 +90,8 @@ def main(only: str = "") -> None:
             continue
         f = compiled(build, x)
         check(name, f(x), ref(x), x)
-        ours, theirs, jaxs = median_ms(lambda: f(x)), median_ms(lambda: ref(x)), jax_ms(name, x)
+        ours, theirs, jaxs = (None if t is None else t * 1e3 for t in medians(
+            [lambda: f(x), lambda: ref(x), jax_call(name, x)], CALLS))
         best = min(theirs, jaxs) if jaxs is not None else theirs
         jax_text = f"{jaxs:8.2f}" if jaxs is not None else f"{'-':>8}"
         print(f"{name:40} {ours:11.2f} {theirs:9.2f} {jax_text} {ours / best:9.2f}", flush=True)

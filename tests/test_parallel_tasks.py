@@ -273,3 +273,19 @@ def test_every_dispatch_records_its_cpu_for_the_workers() -> None:
     assert llvm_text.count("llvm.func internal @xlamlir_parallel_leave_cpu(") == 1
     if sys.platform == "linux":
         assert "llvm.call @sched_getcpu()" in llvm_text
+
+
+def test_the_caller_yields_once_before_its_own_block() -> None:
+    # A worker woken onto the caller's CPU runs at once (and moves off it) instead of
+    # waiting for the caller's time slice to end: one sched_yield after the tasks are
+    # submitted, before the caller's block; none on the one-block path.
+    llvm_text = xm.compile(exp_and_row_sums(512)).stages["llvm"]
+    dispatcher = llvm_text[llvm_text.index("llvm.func internal @xlamlir_parallel_for("):]
+    dispatcher = dispatcher[:dispatcher.index("\n  }")]
+    if sys.platform != "linux":
+        assert "sched_yield" not in dispatcher
+        return
+    assert dispatcher.count("llvm.call @sched_yield()") == 1
+    yielded = dispatcher.index("llvm.call @sched_yield()")
+    assert dispatcher.index("llvm.call @mlirAsyncRuntimeExecute") < yielded
+    assert yielded < dispatcher.rindex("llvm.call @mlirAsyncRuntimeAwaitToken")

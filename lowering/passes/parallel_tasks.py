@@ -22,7 +22,9 @@ on a worker. Two passes replace the three:
   trampoline, which runs the body on its block and emplaces the block's token (a tail
   call: nothing of the program runs on a worker after that); the calling thread runs
   block 0 itself, then awaits the tokens. A worker woken onto the caller's CPU first
-  moves to another (`_LEAVE`): stacked there, the two ran one after the other.
+  moves to another (`_LEAVE`): stacked there, the two ran one after the other. The
+  caller yields its CPU once before its own block (`_YIELD`), so that such a worker
+  gets to move at once instead of after the caller's time slice.
   Per loop, only its body is code of its own: the ExecutionEngine gives every function a
   packed wrapper unpacking its arguments, and the first version (one dispatcher and one
   trampoline per loop, each taking all the values) was half of softmax's machine code.
@@ -233,6 +235,7 @@ _LIBC = {
     "sched_getcpu": "() -> i32",
     "sched_getaffinity": "(i32, i64, !llvm.ptr) -> i32",
     "sched_setaffinity": "(i32, i64, !llvm.ptr) -> i32",
+    "sched_yield": "() -> i32",
 } if sys.platform == "linux" else {}
 _CPU_SET_WORDS = 16  # glibc's cpu_set_t: 1024 CPUs
 _BODY = "!llvm.ptr, (!llvm.ptr, i64, i64) -> ()"  # an indirect call of a body function
@@ -304,9 +307,17 @@ if _LIBC:
   llvm.br ^stay
 ^stay:
   llvm.return"""
+    # The caller, its tasks submitted, lets a worker woken onto its CPU run (and leave)
+    # now: after an idle pause that worker otherwise waited out the caller's time slice
+    # (1-3 ms) and the loop ran at one core's speed. Measured on the 2-core KVM guest,
+    # calls 20 ms apart: a sort of f32[4096,256] 1.98 -> 1.06 ms (0.8 back to back),
+    # make bench's sort of 1M f32 5.1 -> 3.4-3.7 ms, conv 1x1 3.1 -> 2.5. Where the
+    # worker woke on another CPU it is one system call with nothing else to run.
+    _YIELD = "\n  %yielded = llvm.call @sched_yield() : () -> i32"
 else:
     _CURRENT_CPU = "llvm.mlir.constant(-1 : i32) : i32"
     _LEAVE_BODY = "\n  llvm.return"
+    _YIELD = ""
 
 # Internal and never inlined: one copy each per module, whatever the number of loops.
 # A worker's last step in the program's code is a tail call emplacing its block's token:
@@ -387,7 +398,7 @@ llvm.func internal @{PARALLEL_FOR}(%fn: !llvm.ptr, %ctx: !llvm.ptr, %total: i64)
   llvm.call @mlirAsyncRuntimeExecute(%rec, %task) : (!llvm.ptr, !llvm.ptr) -> ()
   %b1 = llvm.add %b, %one : i64
   llvm.br ^submit(%b1 : i64)
-^own:
+^own:{_YIELD}
   llvm.call %fn(%ctx, %zero, %size) : {_BODY}
   llvm.br ^await(%one : i64)
 ^await(%w: i64):
