@@ -571,7 +571,9 @@ def compare_leaf(got: Any, want: Any, value: Value) -> str | None:
                 f"{idx}: got {got[idx]!r}, reference {want[idx]!r}")
     eps = float(np.finfo(want.dtype).eps)
     scale = value.bound
-    if scale == INF:  # unbounded (an inf somewhere): the finite values' own magnitude
+    # Unbounded (an inf somewhere; NaN when a bound met inf - inf or 0 * inf): the finite
+    # values' own magnitude. A NaN atol made np.isclose an exact comparison.
+    if scale == INF or scale != scale:
         finite = np.abs(want[np.isfinite(want)].astype(np.float64))
         scale = float(finite.max()) if finite.size else 1.0
     atol = 1024 * eps * max(scale, 1.0)
