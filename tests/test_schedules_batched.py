@@ -92,12 +92,13 @@ def test_batched_dot_is_a_parallel_batch_loop_around_the_kernel(case: str) -> No
     exe = xm.compile(computation, _PIPELINES[str(p)])
     tiled = exe.stages["tiled"]
     # One parallel loop over the batch (8 elements: 4 per core), a loop over each core's
-    # elements inside it, B packed per element (a vector transpose of its panels), and
-    # the 8 x 32 register tile: 8 fmas per k step on a loop-carried accumulator.
+    # elements inside it, B packed per element (its panels transposed in vectors, by
+    # shuffles where the transpose moves elements), and the 8 x 32 register tile: 8 fmas
+    # per k step on a loop-carried accumulator.
     check_ir(tiled, """
         CHECK: scf.forall ({{.*}}) in (2) shared_outs({{.*}}) -> (tensor<8x
         CHECK: scf.for {{.*}} to %c4 step %c1
-        CHECK: vector.transpose
+        CHECK: vector.transfer_write {{.*}} : vector<{{[0-9x]+}}xf32>, tensor<1x1x{{[0-9]+}}x32xf32>
         CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<8x{{(1x)?}}32xf32>)
         CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
         CHECK: scf.forall.in_parallel
@@ -181,3 +182,20 @@ def test_batched_dot_of_every_type(dtype: np.dtype) -> None:
     expected = lhs.astype(np.complex128) @ rhs.astype(np.complex128)
     expected = (expected if dtype.kind == "c" else expected.real).astype(dtype)
     np.testing.assert_array_equal(exe(lhs, rhs), expected)
+
+
+def test_transposed_b_panels_are_one_shuffle() -> None:
+    # Q K^T reads B transposed: each [32, 8] step of its packing is one 256-lane shuffle
+    # (vector.transpose lowered "shuffle_1d" in the schedule), not 256 element extracts
+    # and inserts, which LLVM took ~10% of attention's compile to put back together.
+    p = schedules.Params(threads=2, mr=8, nr=32)
+    exe = xm.compile(_dot((2, 4, 128, 64), (2, 4, 128, 64), QK), _PIPELINES[str(p)])
+    tiled = exe.stages["tiled"]
+    assert "vector.transpose" not in tiled
+    check_ir(tiled, """
+        CHECK: vector.transfer_read {{.*}} vector<32x8xf32>
+        CHECK: vector.shape_cast {{.*}} vector<32x8xf32> to vector<256xf32>
+        CHECK: vector.shuffle {{.*}} : vector<256xf32>, vector<256xf32>
+        CHECK: vector.shape_cast {{.*}} vector<256xf32> to vector<8x32xf32>
+    """)
+    assert exe.stages["llvm"].count("llvm.extractelement") < 32

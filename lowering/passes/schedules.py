@@ -684,6 +684,12 @@ _LOWER_VECTORS = """    transform.apply_patterns to {h} {{
       transform.apply_patterns.vector.cast_away_vector_leading_one_dim
       transform.apply_patterns.canonicalization
     }} : !transform.any_op
+    // A transposing step of B's packing ([k_pack, NR] read transposed, Q K^T) as one
+    // shuffle: lowered later, element by element, it was 256 extracts and inserts that
+    // LLVM put back together (attention: 367 -> 331 ms of compile, the same code).
+    transform.apply_patterns to {h} {{
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_1d"
+    }} : !transform.any_op
     %loops{i} = transform.structured.match ops{{["scf.for"]}} in {h}
       : (!transform.any_op) -> !transform.any_op
     transform.apply_licm to %loops{i} : !transform.any_op
