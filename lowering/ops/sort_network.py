@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from mlir import ir
-from mlir.dialects import arith, scf, tensor, vector
+from mlir.dialects import arith, memref, scf, tensor, vector
 
 from ...dialect.element_types import PrimitiveType
 from ..register_transpose import transposed
@@ -58,37 +58,37 @@ def network_applies(dims: Sequence[int], axis: int, types: Sequence[PrimitiveTyp
             and dims[-2] >= 4 and (len(types) == 1 or key_bits(types[order.operand]) <= 32))
 
 
-def _bitonic(keys: ir.Value, size: int, vtype: ir.VectorType) -> ir.Value:
-    """`keys` ([size, lanes], size a power of two) with every column sorted ascending."""
-    read_map = ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)])
+def _bitonic(keys: ir.Value, size: int, vtype: ir.VectorType) -> None:
+    """Every column of `keys` (a memref [>= size, lanes], size a power of two) sorted
+    ascending over its first `size` places, in place."""
     zero = index_const(0)
     block = min(BLOCK, size)
 
-    def load(buffer: ir.Value, at: ir.Value) -> ir.Value:
-        return vector.transfer_read(vtype, buffer, [at, zero], read_map, _pad(vtype), [True])
+    def load(at: ir.Value) -> ir.Value:
+        return vector.load(vtype, keys, [at, zero])
 
-    def store(buffer: ir.Value, value: ir.Value, at: ir.Value) -> ir.Value:
-        return vector.transfer_write(buffer.type, value, buffer, [at, zero], read_map, [True])
+    def store(value: ir.Value, at: ir.Value) -> None:
+        vector.store(value, keys, [at, zero])
 
-    def exchange(buffer: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
-        a, b = load(buffer, lo), load(buffer, hi)
-        return store(store(buffer, arith.minui(a, b), lo), arith.maxui(a, b), hi)
+    def exchange(lo: ir.Value, hi: ir.Value) -> None:
+        a, b = load(lo), load(hi)
+        store(arith.minui(a, b), lo)
+        store(arith.maxui(a, b), hi)
 
-    def in_registers(buffer: ir.Value, pairs: list[tuple[int, int]]) -> ir.Value:
+    def in_registers(pairs: list[tuple[int, int]]) -> None:
         """The compare-exchanges `pairs` (places within a block) on every block of
         `block` places: the block's vectors loaded once, exchanged in registers, stored."""
         def each(b: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
             base = arith.muli(b, index_const(block))
             at = [arith.addi(base, index_const(t)) for t in range(block)]
-            v = [load(carried[0], a) for a in at]
+            v = [load(a) for a in at]
             for lo, hi in pairs:
                 v[lo], v[hi] = arith.minui(v[lo], v[hi]), arith.maxui(v[lo], v[hi])
-            buffer = carried[0]
             for a, value in zip(at, v):
-                buffer = store(buffer, value, a)
-            return [buffer]
+                store(value, a)
+            return []
 
-        return for_range(0, size // block, [buffer], each)[0]
+        for_range(0, size // block, [], each)
 
     def mirror_pairs(k: int) -> list[tuple[int, int]]:
         return [(b + t, b + k - 1 - t) for b in range(0, block, k) for t in range(k // 2)]
@@ -106,9 +106,9 @@ def _bitonic(keys: ir.Value, size: int, vtype: ir.VectorType) -> ir.Value:
             pairs += half_pairs(j)
             j //= 2
         k *= 2
-    keys = in_registers(keys, pairs)
+    in_registers(pairs)
     if k > size:
-        return keys
+        return
     # Phases k = 2 * block .. size: one loop over the phases, of a loop over their memory
     # stages (not one loop per stage: LLVM compiled each, 55 for 1024 places).
     low = [p for j in _powers_below(block) for p in half_pairs(j)]
@@ -126,10 +126,10 @@ def _bitonic(keys: ir.Value, size: int, vtype: ir.VectorType) -> ir.Value:
         def mirror(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
             start = shl(arith.shrui(i, half_bits), p)
             offset = arith.andi(i, arith.subi(shl(one, half_bits), one))
-            return [exchange(carried[0], arith.addi(start, offset),
-                             arith.subi(arith.addi(start, k_minus_1), offset))]
+            exchange(arith.addi(start, offset), arith.subi(arith.addi(start, k_minus_1), offset))
+            return []
 
-        buffer = for_range(0, size // 2, carried, mirror)[0]
+        for_range(0, size // 2, [], mirror)
 
         def stage(t: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
             q = arith.subi(arith.subi(p, index_const(2)), t)  # j = 2**q
@@ -138,17 +138,19 @@ def _bitonic(keys: ir.Value, size: int, vtype: ir.VectorType) -> ir.Value:
             def step(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
                 lo = arith.ori(shl(arith.shrui(i, q), arith.addi(q, one)),
                                arith.andi(i, arith.subi(j, one)))
-                return [exchange(carried[0], lo, arith.addi(lo, j))]
+                exchange(lo, arith.addi(lo, j))
+                return []
 
-            return for_range(0, size // 2, carried, step)
+            return for_range(0, size // 2, [], step)
 
         # Stages j = 2**(p-2) .. block: p - 1 - log2(block) of them.
         stages = arith.subi(p, index_const(block.bit_length() - 1 + 1))
-        buffer = for_range(0, stages, [buffer], stage)[0]
-        return [in_registers(buffer, low)]
+        for_range(0, stages, [], stage)
+        in_registers(low)
+        return []
 
     first_phase = (2 * block).bit_length() - 1
-    return for_range(first_phase, size.bit_length(), [keys], phase)[0]
+    for_range(first_phase, size.bit_length(), [], phase)
 
 
 def _powers_below(block: int) -> list[int]:
@@ -159,10 +161,6 @@ def _powers_below(block: int) -> list[int]:
         out.append(j)
         j //= 2
     return out
-
-
-def _pad(vtype: ir.VectorType) -> ir.Value:
-    return arith.constant(vtype.element_type, 0)
 
 
 def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dims: Sequence[int],
@@ -181,13 +179,11 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
     lanes = VECTOR_BITS // width
     vtype = ir.VectorType.get([lanes], kt)
     i32v = ir.VectorType.get([lanes], ir.IntegerType.get_signless(32))
-    along = ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)])
     groups = -(-rows // lanes)
     outer = list(dims[:-2])
     count = math.prod(outer) * groups
     decode = decoder(key_type, storage, order) if single else None
     results = [tensor.EmptyOp(list(dims), element_type(x)).result for x in inputs]
-    buffer_type = ir.RankedTensorType.get([size, lanes], kt)
     # Places are filled and written back `lanes` at a time (whole tiles: past the row they
     # hold keys of 0, which the padding then overwrites up to `size`).
     tiles = -(-n // lanes)
@@ -208,6 +204,7 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
 
         row_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(rank - 1)])
         live = arith.minsi(index_const(lanes), arith.subi(index_const(rows), first))
+        last_live = arith.subi(live, index_const(1))
         last_row = index_const(rows - 1)
         # The key of a NaN (float_nan_last): no other value has it.
         bits = key_bits(key_type)
@@ -217,7 +214,7 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
         def fill(tile: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
             """Places i0 .. i0 + lanes - 1 of the group's rows, read as one vector per row
             and transposed in registers into one vector per place (a lane per row)."""
-            buffer, nans = carried
+            (nans,) = carried
             i0 = arith.muli(tile, index_const(lanes))
             keys = []
             for r in range(lanes):
@@ -235,25 +232,23 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
                     key = arith.ori(arith.shli(key, int_splat(vtype, 32)), arith.index_cast(vtype, places))
                 keys.append(key)
             for k, key in enumerate(transposed(keys, pairs_first=False)):
-                buffer = vector.transfer_write(buffer.type, key, buffer,
-                                               [arith.addi(i0, index_const(k)), index_const(0)],
-                                               along, [True])
+                vector.store(key, buffer, [arith.addi(i0, index_const(k)), index_const(0)])
                 if nan_last:  # places past the row hold 0.0, whose key is not a NaN's
                     nans = arith.addi(nans, arith.select(
                         arith.cmpi(arith.CmpIPredicate.eq, key, nan_key),
                         int_splat(i32v, 1), int_splat(i32v, 0)))
-            return [buffer, nans]
+            return [nans]
 
-        buffer = tensor.EmptyOp([allocated, lanes], kt).result
-        buffer, nans = for_range(0, tiles, [buffer, int_splat(i32v, 0)], fill)
+        # The group's keys, place by place (a memref: bufferization need not analyse
+        # the network's thousands of reads and writes of it).
+        buffer = memref.alloc(ir.MemRefType.get([allocated, lanes], kt), [], [], alignment=64)
+        (nans,) = for_range(0, tiles, [int_splat(i32v, 0)], fill)
         if size > n:
             def pad(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
-                return [vector.transfer_write(carried[0].type, int_splat(vtype, -1), carried[0],
-                                              [i, index_const(0)], along, [True])]
-            buffer = for_range(n, size, [buffer], pad)[0]
-        if allocated > size:
-            buffer = tensor.extract_slice(buffer_type, buffer, [], [], [], [0, 0], [size, lanes], [1, 1])
-        buffer = _bitonic(buffer, size, vtype)
+                vector.store(int_splat(vtype, -1), buffer, [i, index_const(0)])
+                return []
+            for_range(n, size, [], pad)
+        _bitonic(buffer, size, vtype)
         if single:
             def write(tile: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
                 """Sorted places i0 .. i0 + lanes - 1, transposed back to one vector per row
@@ -261,22 +256,17 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
                 i0 = arith.muli(tile, index_const(lanes))
                 values = []
                 for k in range(lanes):
-                    key = vector.transfer_read(vtype, buffer, [arith.addi(i0, index_const(k)),
-                                                               index_const(0)], along, _pad(vtype), [True])
+                    key = vector.load(vtype, buffer, [arith.addi(i0, index_const(k)), index_const(0)])
                     if width > key_bits(key_type):
                         key = arith.trunci(key_vtype, key)
                     values.append(_as_int(decode(key)))
                 out = carried[0]
                 for r, row in enumerate(transposed(values, pairs_first=False)):
-                    row = _from_int(row, src_type)
-
-                    def put(out: ir.Value = out, row: ir.Value = row, r: int = r) -> list[ir.Value]:
-                        return [vector.transfer_write(out.type, row, out, at[:-1] + [index_const(r), i0],
-                                                      row_map, [False])]
-
-                    has_row = arith.cmpi(arith.CmpIPredicate.slt, index_const(r), live)
-                    out = put()[0] if r == 0 else if_values(has_row, put, lambda out=out: [out],
-                                                            [out.type])[0]
+                    # Lanes past the group's rows sorted copies of its last row (`fill`):
+                    # written there again, the same values, with no branch.
+                    to = arith.minsi(index_const(r), last_live)
+                    out = vector.transfer_write(out.type, _from_int(row, src_type), out,
+                                                at[:-1] + [to, i0], row_map, [False])
                 return [out]
 
             out = for_range(0, tiles, outs, write)[0]
@@ -301,7 +291,7 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
             out_row = at[:-1] + [lane]
 
             def element(i: ir.Value, outs: list[ir.Value]) -> list[ir.Value]:
-                moved = tensor.extract(buffer, [i, lane])
+                moved = memref.load(buffer, [i, lane])
                 position = arith.index_castui(ir.IndexType.get(), arith.trunci(
                     ir.IntegerType.get_signless(32), moved))
                 return [tensor.insert(tensor.extract(x, at_row + [position]), o, out_row + [i])
