@@ -113,9 +113,7 @@ def _bitonic(keys: ir.Value, size: int, vtype: ir.VectorType) -> None:
     # stages (not one loop per stage: LLVM compiled each, 55 for 1024 places).
     low = [p for j in _powers_below(block) for p in half_pairs(j)]
     one = index_const(1)
-
-    def shl(x: ir.Value, bits: ir.Value) -> ir.Value:
-        return arith.shli(x, bits)
+    shl = arith.shli
 
     def phase(p: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
         """Phase k = 2**p: the mirror stage, the stages j = k/4 .. block, then the ones
@@ -144,7 +142,7 @@ def _bitonic(keys: ir.Value, size: int, vtype: ir.VectorType) -> None:
             return for_range(0, size // 2, [], step)
 
         # Stages j = 2**(p-2) .. block: p - 1 - log2(block) of them.
-        stages = arith.subi(p, index_const(block.bit_length() - 1 + 1))
+        stages = arith.subi(p, index_const(block.bit_length()))
         for_range(0, stages, [], stage)
         in_registers(low)
         return []
