@@ -9,7 +9,8 @@ from mlir import ir
 from mlir.passmanager import PassManager
 
 import xlamlir as xm
-from xlamlir.lowering.passes.parallel_outputs import _all_parallel, _read_outputs, outputs_as_inputs
+from xlamlir.lowering.passes.generic_attrs import all_parallel
+from xlamlir.lowering.passes.parallel_outputs import _read_outputs, outputs_as_inputs
 
 _DATA_INIT = """
 #id = affine_map<(d0) -> (d0)>
@@ -37,7 +38,7 @@ def _generics_reading_outputs(module: ir.Module) -> list[str]:
     found: list[str] = []
 
     def visit(op):
-        if op.name == "linalg.generic" and _all_parallel(op) and _read_outputs(op):
+        if op.name == "linalg.generic" and all_parallel(op) and _read_outputs(op):
             found.append(str(op))
         return ir.WalkResult.ADVANCE
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from mlir import ir
 
-from .generic_attrs import indexing_maps
+from .generic_attrs import all_parallel, indexing_maps
 
 MAX_BODY_OPS = 12  # arith/math ops in the producer's body
 MAX_TRANSCENDENTAL = 2  # of which math.* ops (exp, tanh, log...): each is ~15 vector ops
@@ -58,8 +58,7 @@ def _cheap_producer(op: Any) -> bool:
         return False
     if not str(op.results[0].type).startswith("tensor<"):
         return False
-    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-    if any("parallel" not in it for it in iterators):
+    if not all_parallel(op):
         return False
     maps = indexing_maps(op)
     n_in = _num_inputs(op)

@@ -14,6 +14,11 @@ def iterator_kinds(op: Any) -> list[str]:
             for a in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
+def all_parallel(op: Any) -> bool:
+    """Whether every loop of the generic `op` is parallel."""
+    return all(k == "parallel" for k in iterator_kinds(op))
+
+
 def indexing_maps(op: Any) -> list[ir.AffineMap]:
     """The generic `op`'s indexing maps, inputs first, then outputs."""
     return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]

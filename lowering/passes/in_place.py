@@ -22,7 +22,7 @@ from typing import Any
 
 from mlir import ir
 
-from .generic_attrs import indexing_maps
+from .generic_attrs import all_parallel, indexing_maps
 from .walk import ops_where
 
 _TERMINAL_USERS = ("bufferization.materialize_in_destination", "func.return")
@@ -35,7 +35,7 @@ def _candidate(op: Any) -> bool:
         return False
     if not isinstance(op.results[0].type, ir.RankedTensorType):
         return False
-    if any("parallel" not in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])):
+    if not all_parallel(op):
         return False
     init = op.operands[len(op.operands) - 1]
     if isinstance(init.owner, ir.Block) or init.owner.name != "tensor.empty":

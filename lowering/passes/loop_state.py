@@ -3,7 +3,7 @@
 A body result computed by an elementwise generic into a fresh `tensor.empty`
 is computed into the loop-carried tensor instead, and a rank-0 condition is
 read back as scalar code, so no buffer is allocated per iteration. Runs on
-the linalg-on-tensors form the lowering produces. Imports nothing of ours.
+the linalg-on-tensors form the lowering produces. Imports generic_attrs.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import Any
 
 from mlir import ir
 from mlir.dialects import tensor
+
+from .generic_attrs import all_parallel
 
 
 def _computed_into_empty(value: ir.Value, block: ir.Block) -> tuple[ir.Operation, int] | None:
@@ -25,7 +27,7 @@ def _computed_into_empty(value: ir.Value, block: ir.Block) -> tuple[ir.Operation
     op = owner.operation
     if op.name != "linalg.generic" or op.parent is None or op.block != block:
         return None
-    if any("parallel" not in str(it) for it in ir.ArrayAttr(op.attributes["iterator_types"])):
+    if not all_parallel(op):
         return None
     n_results = len(op.results)
     index = ir.OpResult(value).result_number

@@ -11,7 +11,7 @@ one-cell reduce_window gave 1, 2, 3 (both found by the differential fuzzer).
 output initialised by `linalg.fill` becomes the fill's scalar; any other read
 output becomes an input (read through the same indexing map) and the output a
 fresh `tensor.empty`. The values computed are the same; fusion then has nothing
-to keep. Imports nothing of ours.
+to keep. Imports generic_attrs.
 """
 
 from __future__ import annotations
@@ -21,11 +21,7 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import linalg, tensor
 
-_PARALLEL = "#linalg.iterator_type<parallel>"
-
-
-def _all_parallel(generic: Any) -> bool:
-    return all(str(t) == _PARALLEL for t in ir.ArrayAttr(generic.attributes["iterator_types"]))
+from .generic_attrs import all_parallel
 
 
 def _read_outputs(generic: Any) -> list[int]:
@@ -41,7 +37,7 @@ def outputs_as_inputs(op: Any, pass_: Any) -> None:
     found: list[Any] = []
 
     def visit(inner: Any) -> ir.WalkResult:
-        if inner.name == "linalg.generic" and len(inner.results) and _all_parallel(inner) \
+        if inner.name == "linalg.generic" and len(inner.results) and all_parallel(inner) \
                 and _read_outputs(inner):
             found.append(inner)
         return ir.WalkResult.ADVANCE

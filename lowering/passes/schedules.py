@@ -84,7 +84,7 @@ from mlir.dialects import arith, bufferization, linalg, tensor
 from mlir.dialects.transform import interpreter
 
 from ...dialect.errors import ArgumentError
-from .generic_attrs import indexing_maps
+from .generic_attrs import all_parallel, indexing_maps, iterator_kinds
 from .lane_schedules import schedule_lanes
 from .register_tiles import rows_as_slices
 from .split_contractions import collapse_split_contractions
@@ -255,7 +255,7 @@ def _epilogue(mm: Any) -> Any | None:
         return None
     ep = ep.opview if hasattr(ep, "opview") else ep
     maps = indexing_maps(ep)
-    if not all("parallel" in str(a) for a in ir.ArrayAttr(ep.attributes["iterator_types"])):
+    if not all_parallel(ep):
         return None
     # Same type: the epilogue updates the product in place (a convert to f16 does not).
     if ep.results[0].type != mm.results[0].type or maps[-1] != ir.AffineMap.get_identity(2):
@@ -291,10 +291,9 @@ def _matmul_layout(op: Any) -> tuple[bool, bool, int] | None:
         return None if "indexing_maps" in op.attributes else (False, False, int(op.name != "linalg.matmul"))
     if op.name != "linalg.generic" or len(op.operands) != 3 or len(op.results) != 1:
         return None
-    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-    nb = len(iterators) - 3
-    if nb < 0 or iterators != ["#linalg.iterator_type<parallel>"] * (nb + 2) + [
-            "#linalg.iterator_type<reduction>"]:
+    kinds = iterator_kinds(op)
+    nb = len(kinds) - 3
+    if nb < 0 or kinds != ["parallel"] * (nb + 2) + ["reduction"]:
         return None
     dims = [f"d{i}" for i in range(nb + 3)]
     batch, (m, n, k) = dims[:nb], dims[nb:]

@@ -26,7 +26,7 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
-from .generic_attrs import indexing_maps
+from .generic_attrs import all_parallel, indexing_maps, iterator_kinds
 
 # A loop's role from the operands that index it (A, B, C).
 _ROLES = {(True, True, True): "b", (True, False, True): "m", (False, True, True): "n",
@@ -85,7 +85,7 @@ def _plan(op: Any) -> list[list[tuple[str, list[int]]]] | None:
     maps = [_dims(m) for m in indexing_maps(op)]
     if any(m is None for m in maps):
         return None
-    iterators = ["reduction" in str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    iterators = [k == "reduction" for k in iterator_kinds(op)]
     role: dict[int, str] = {}
     for d, reduction in enumerate(iterators):
         r = _ROLES.get(tuple(d in m for m in maps))
@@ -203,7 +203,7 @@ def _collapse_epilogue(product: ir.Value, groups: list[list[int]]) -> None:
     ep = uses[0].owner
     if ep.name != "linalg.generic" or len(ep.results) != 1 or uses[0].operand_number >= len(ep.operands) - 1:
         return
-    if not all("parallel" in str(a) for a in ir.ArrayAttr(ep.attributes["iterator_types"])):
+    if not all_parallel(ep):
         return
     init = ep.operands[len(ep.operands) - 1].owner
     block = ep.regions[0].blocks[0]

@@ -4,7 +4,7 @@
 succeeds on memrefs with strided layouts (our non-default-layout parameters
 and the strided-input variant); the Python bindings abort the process on such
 an unconsumed error. So the pass runs only on functions whose affine memory
-accesses all use identity layouts. Imports nothing of ours.
+accesses all use identity layouts. Imports generic_attrs.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from typing import Any
 from mlir import ir
 from mlir.dialects.transform import interpreter
 from mlir.passmanager import PassManager
+
+from .generic_attrs import iterator_kinds
 
 VECTOR_SIZE = 16  # f32 lanes: one AVX-512 register, two AVX2 ones (LLVM splits them)
 _AFFINE_ACCESS = ("affine.load", "affine.store", "affine.vector_load", "affine.vector_store")
@@ -185,8 +187,7 @@ def _plan(op: Any) -> dict[str, Any] | None:
     ok, body_ops = _body_ok(op)
     if not ok:
         return None
-    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-    kinds = ["reduction" if "reduction" in it else "parallel" for it in iterators]
+    kinds = iterator_kinds(op)
     # The innermost loop must be parallel (vectors along memory); reductions go outer.
     if kinds[-1] != "parallel":
         return None
