@@ -484,17 +484,21 @@ def _gather(rows: Sequence[ir.Value], dests: Sequence[ir.Value], moved: ir.Value
 
 
 def place_nans(row: ir.Value, out: ir.Value, nans: ir.Value, t: PrimitiveType,
-                ascending: bool) -> ir.Value:
+               ascending: bool, row_at: Sequence[ir.Value] = (),
+               out_at: Sequence[ir.Value] = ()) -> ir.Value:
     """`out` with its block of NaN keys (last when ascending, first when descending)
-    holding the row's NaNs, bits and order kept (stable): their keys were all equal."""
-    n = ir.RankedTensorType(row.type).shape[0]
+    holding the row's NaNs, bits and order kept (stable): their keys were all equal.
+    The row is `row`'s last dimension at the leading indices `row_at`, written into
+    `out`'s at `out_at` (none: both 1-D); `nans` counts them (index)."""
+    n = ir.RankedTensorType(row.type).shape[-1]
     start = arith.subi(index_const(n), nans) if ascending else index_const(0)
 
     def step(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
         pos, out = carried
-        x = tensor.extract(row, [i])
+        x = tensor.extract(row, [*row_at, i])
         nan = _is_nan(x, t)
-        written = if_values(nan, lambda: [tensor.insert(x, out, [pos])], lambda: [out], [out.type])[0]
+        written = if_values(nan, lambda: [tensor.insert(x, out, [*out_at, pos])], lambda: [out],
+                            [out.type])[0]
         return [arith.addi(pos, arith.select(nan, index_const(1), index_const(0))), written]
 
     # No NaN, no trip (a loop, not an scf.if: output_tensors sees through loops).

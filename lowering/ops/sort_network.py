@@ -37,7 +37,7 @@ from ...dialect.element_types import PrimitiveType
 from ..register_transpose import transposed
 from ..scalar.arithmetic import int_splat
 from .indexing import DYNAMIC, element_type, index_const
-from .sort_kernels import KeyOrder, decoder, for_range, if_values, is_nan, key_bits, sort_key
+from .sort_kernels import KeyOrder, decoder, for_range, key_bits, place_nans, sort_key
 
 # Longer rows: the radix sort. With the groups on the cores and BLOCK, measured against
 # the radix sort (f32, 2 cores, AVX-512): [1024,1024] 1.51 vs 2.61 ms, [512,2048] 1.86
@@ -178,8 +178,7 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
     vtype = ir.VectorType.get([lanes], kt)
     i32v = ir.VectorType.get([lanes], ir.IntegerType.get_signless(32))
     groups = -(-rows // lanes)
-    outer = list(dims[:-2])
-    count = math.prod(outer) * groups
+    count = math.prod(dims[:-2]) * groups
     decode = decoder(key_type, storage, order) if single else None
     results = [tensor.EmptyOp(list(dims), element_type(x)).result for x in inputs]
     # Places are filled and written back `lanes` at a time (whole tiles: past the row they
@@ -187,21 +186,16 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
     tiles = -(-n // lanes)
     allocated = max(size, tiles * lanes)
 
-    def group(flat: ir.Value, outs: list[ir.Value]) -> list[ir.Value]:
-        ivs = []
-        stride = count
-        for d in outer + [groups]:  # row-major delinearisation
-            stride //= d
-            ivs.append(arith.remui(arith.divui(flat, index_const(stride)), index_const(d)))
-        first = arith.muli(ivs[-1], index_const(lanes))
-        lead = ivs[:-1] + [first]  # the group's first row in the inputs
-        at = [index_const(0)] * len(lead)  # and in `outs`, its slices of the results
+    def group(lead: list[ir.Value], live: ir.Value, outs: list[ir.Value]) -> list[ir.Value]:
+        """The group whose first row is at `lead` in the inputs, of `live` rows: its
+        sorted rows in `outs`, its slices of the results."""
+        first = lead[-1]
+        at = [index_const(0)] * len(lead)  # the group's first row in `outs`
         src_type = ir.VectorType.get([lanes], element_type(inputs[order.operand]))
         key_vtype = ir.VectorType.get([lanes], ir.IntegerType.get_signless(key_bits(key_type)))
         zero_elem = _zero_of(element_type(inputs[order.operand]))
 
         row_map = ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(rank - 1)])
-        live = arith.minsi(index_const(lanes), arith.subi(index_const(rows), first))
         last_live = arith.subi(live, index_const(1))
         last_row = index_const(rows - 1)
         # The key of a NaN (float_nan_last): no other value has it.
@@ -277,9 +271,9 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
                                                ir.AffineMap.get_identity(1), [True])
 
                 def fix(lane: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
-                    return [_place_nans(inputs[0], carried[0], tensor.extract(counts, [lane]),
-                                        lead[:-1] + [arith.addi(first, lane)], at[:-1] + [lane],
-                                        n, key_type, order.ascending)]
+                    nans = arith.index_cast(ir.IndexType.get(), tensor.extract(counts, [lane]))
+                    return [place_nans(inputs[0], carried[0], nans, key_type, order.ascending,
+                                       lead[:-1] + [arith.addi(first, lane)], at[:-1] + [lane])]
 
                 out = for_range(0, live, [out], fix)[0]
             return [out]
@@ -321,31 +315,13 @@ def _zero_of(t: ir.Type) -> ir.Value:
     return arith.constant(t, 0)
 
 
-def _place_nans(row_source: ir.Value, out: ir.Value, nans: ir.Value, at_row: list[ir.Value],
-                out_row: list[ir.Value], n: int, t: PrimitiveType, ascending: bool) -> ir.Value:
-    """`out`'s row at `out_row` with its block of NaN keys holding the NaNs of
-    `row_source`'s row at `at_row`, in order."""
-    nans = arith.index_cast(ir.IndexType.get(), nans)
-    start = arith.subi(index_const(n), nans) if ascending else index_const(0)
-
-    def step(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
-        pos, out = carried
-        x = tensor.extract(row_source, at_row + [i])
-        nan = is_nan(x, t)
-        written = if_values(nan, lambda: [tensor.insert(x, out, out_row + [pos])], lambda: [out],
-                            [out.type])[0]
-        return [arith.addi(pos, arith.select(nan, index_const(1), index_const(0))), written]
-
-    some = arith.cmpi(arith.CmpIPredicate.ne, nans, index_const(0))
-    trips = arith.select(some, index_const(n), index_const(0))
-    return for_range(0, trips, [start, out], step)[1]
-
-
 def _each_group(count: int, groups: int, rows: int, lanes: int, results: list[ir.Value],
-                group: Callable[[ir.Value, list[ir.Value]], list[ir.Value]]) -> list[ir.Value]:
+                group: Callable[[list[ir.Value], ir.Value, list[ir.Value]], list[ir.Value]]
+                ) -> list[ir.Value]:
     """One scf.forall iteration per group (of `count`, `groups` along the rows), each
     writing its slice of the results: its rows (`lanes`, fewer in the last group) at its
-    indices of the leading dimensions. The pipeline runs the iterations on the cores."""
+    indices of the leading dimensions, `group(indices of its first row, rows, slices)`.
+    The pipeline runs the iterations on the cores."""
     loop = scf.ForallOp([0], [count], [1], results)
     with ir.InsertionPoint(loop.body):
         flat = loop.induction_variables[0]
@@ -353,7 +329,7 @@ def _each_group(count: int, groups: int, rows: int, lanes: int, results: list[ir
         lead_dims = list(ir.RankedTensorType(results[0].type).shape[:-2])
         ivs = []
         stride = count
-        for d in lead_dims + [groups]:  # as `group` delinearises
+        for d in lead_dims + [groups]:  # row-major delinearisation
             stride //= d
             ivs.append(arith.remui(arith.divui(flat, index_const(stride)), index_const(d)))
         first = arith.muli(ivs[-1], index_const(lanes))
@@ -368,7 +344,7 @@ def _each_group(count: int, groups: int, rows: int, lanes: int, results: list[ir
             ir.RankedTensorType.get([1] * (rank - 2) + [dynamic, n],
                                     ir.RankedTensorType(shared.type).element_type),
             shared, *slice_args) for shared in loop.inner_iter_args]
-        written = group(flat, slices)
+        written = group(offsets, live, slices)
         with ir.InsertionPoint(loop.terminator().block):
             for w, shared in zip(written, loop.inner_iter_args):
                 tensor.parallel_insert_slice(w, shared, *slice_args)

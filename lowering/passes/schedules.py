@@ -104,26 +104,24 @@ def last_script() -> str:
     return _last_script[0]
 
 
-def _host_has_avx512() -> bool:
+def _cpuinfo_line(field: str) -> str:
+    """The first line of /proc/cpuinfo starting with `field` ("" if none or unreadable)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("flags"):
-                    return " avx512f " in f" {line.strip()} "
+                if line.startswith(field):
+                    return line.strip()
     except OSError:
         pass
-    return False
+    return ""
+
+
+def _host_has_avx512() -> bool:
+    return " avx512f " in f" {_cpuinfo_line('flags')} "
 
 
 def _host_is_intel() -> bool:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("vendor_id"):
-                    return "GenuineIntel" in line
-    except OSError:
-        pass
-    return False
+    return "GenuineIntel" in _cpuinfo_line("vendor_id")
 
 
 # LLVM's x86 CPU names (`llc -mcpu=help`, LLVM 21) by whether LLVM gives them 512-bit
