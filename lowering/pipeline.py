@@ -42,6 +42,7 @@ from .passes.schedules import schedule_contractions
 from .passes.soft_float import expand_narrow_floats, expand_small_floats
 from .passes.vectorize import schedule_vectorize, super_vectorize
 from .reproducer import write_reproducer
+from .stage_texts import Snapshot, StageTexts, pending, shown_as
 
 PassSpec = str | Callable[[Any, Any], None]
 
@@ -179,6 +180,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
 ]
 
 
+_DEFAULT_PASSES = [p for _, passes in DEFAULT_STAGES for p in passes]
+
+
 class _ByIdentity:
     """A Python pass in a cache key: equal only to itself. The key holds the pass, so
     its id cannot be reused by another pass while the entry lives (a bare id() could:
@@ -246,6 +250,11 @@ class Pipeline:
         return Pipeline([(name, [p for p in passes if not any(p is q for q in _THREAD_POOL_PASSES)])
                          for name, passes in self._stages])
 
+    def only_default_passes(self) -> bool:
+        """Whether every pass is one of the default pipeline's (some may be left out)."""
+        return all(any(p is q or p == q for q in _DEFAULT_PASSES)
+                   for _, passes in self._stages for p in passes)
+
     def fingerprint(self) -> tuple:
         """A hashable description (callables by identity) for the compile cache."""
         return tuple((name, tuple(p if isinstance(p, str) else _ByIdentity(p) for p in passes))
@@ -257,7 +266,7 @@ class Pipeline:
 
     def run(self, module: ir.Module, timings: list[tuple[str, str, float]] | None = None,
             after_each_pass: list[tuple[str, str, str]] | None = None,
-            locations: bool = False, per_pass: bool = False) -> dict[str, str]:
+            locations: bool = False, per_pass: bool = False) -> StageTexts:
         """Run every stage on `module` in place; the text after each stage, by stage name
         (as `readable_stages` shows it).
 
@@ -277,12 +286,14 @@ class Pipeline:
             return module.operation.get_asm(enable_debug_info=locations, assume_verified=True)
 
         merge = not per_pass and after_each_pass is None
-        stages: dict[str, str] = {}
+        # The first stage's text, then a snapshot per stage, printed when read
+        # (lowering/stage_texts.py).
+        stages: dict[str, str | Snapshot] = {}
         # Until lower_xhlo ran, a Python pass's result is verified by dialect/verify.py too:
         # MLIR's verifier skips the (unregistered) xhlo ops.
         xhlo_level = True
         for name, passes in self._stages:
-            # Kept for a reproducer if a pass fails (the previous stage's text: no cost).
+            # Kept for a reproducer if a pass fails (the previous stage: no cost).
             stage_input = next(reversed(stages.values())) if stages else (text() if passes else "")
             for group in _groups(passes, merge):
                 start = time.perf_counter()
@@ -294,7 +305,8 @@ class Pipeline:
                 except CompileError as error:
                     if not hasattr(error, "failed_pass"):
                         raise  # not a pass failure (a pipeline that does not parse)
-                    raise _with_reproducer(error, module.context, name, passes, stage_input) \
+                    raw_input = stage_input if isinstance(stage_input, str) else stage_input.text()
+                    raise _with_reproducer(error, module.context, name, passes, raw_input) \
                         from error.__cause__
                 if any(p is lower_xhlo for p in group):
                     xhlo_level = False
@@ -303,7 +315,7 @@ class Pipeline:
                                     time.perf_counter() - start))
                 if after_each_pass is not None:
                     after_each_pass.append((name, describe_pass(group[0]), text()))
-            stages[name] = text()
+            stages[name] = Snapshot.of(module, locations) if stages else text()
         return readable_stages(stages)
 
 
@@ -322,6 +334,7 @@ _LARGE_CONSTANT = re.compile(r'dense<"0x[0-9A-F]{256,}">')
 ELIDED = "dense_resource<__elided__>"
 
 
+@shown_as("readable")
 def readable_stage_text(text: str) -> str:
     """A stage's text without the lowering's bookkeeping attributes (the module keeps them)."""
     # The regular expression scans slowly (0.5 ms for 100,000 characters); most stages
@@ -329,8 +342,8 @@ def readable_stage_text(text: str) -> str:
     return _BOOKKEEPING.sub("", text) if "xlamlir.accumulator" in text else text
 
 
-def readable_stages(stages: dict[str, str]) -> dict[str, str]:
-    """The stage texts as `exe.stages` shows them.
+def readable_stages(stages: dict[str, str | Snapshot]) -> StageTexts:
+    """The stage texts as `exe.stages` shows them, printed from their snapshots when read.
 
     The first stage is the module as given, exactly (compile_mlir round trips it). The
     stages after it lose the bookkeeping attributes; the ones between the first and the
@@ -339,11 +352,20 @@ def readable_stages(stages: dict[str, str]) -> dict[str, str]:
     compiles it.
     """
     names = list(stages)
-    shown = dict(stages)
-    for i, name in enumerate(names[1:], start=1):
-        text = readable_stage_text(stages[name])
-        shown[name] = _LARGE_CONSTANT.sub(ELIDED, text) if i < len(names) - 1 else text
+    shown = StageTexts()
+    for i, name in enumerate(names):
+        value = stages[name]
+        how = None if i == 0 else _readable_elided if i < len(names) - 1 else readable_stage_text
+        if isinstance(value, Snapshot):
+            dict.__setitem__(shown, name, value.text() if how is None else pending(value, how))
+        else:
+            dict.__setitem__(shown, name, value if how is None else how(value))
     return shown
+
+
+@shown_as("elided")
+def _readable_elided(text: str) -> str:
+    return _LARGE_CONSTANT.sub(ELIDED, readable_stage_text(text))
 
 
 def _groups(passes: list[PassSpec], merge: bool) -> list[list[PassSpec]]:

@@ -25,6 +25,7 @@ from ..dialect.context import reused_context
 from ..dialect.errors import CompileError, ShapeError
 from ..dialect.verify import program_shape_of
 from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
+from ..lowering.passes.parallel_tasks import defines_shared_functions
 from ..lowering.patterns.boundary import DYNAMIC_STRIDES_ATTR, entry_result_shape, result_leaf_shapes
 from ..lowering.pipeline import Pipeline
 from . import disk_cache, fork_safety, parallel_runtime
@@ -153,7 +154,8 @@ def _load_from_disk(entry: disk_cache.Entry, text: str, pipeline: Pipeline, num_
             result_leaves=result_leaf_shapes(loaded.result_shape), stages=loaded.stages,
             num_replicas=num_replicas, dynamic_strides=dynamic_strides,
             strided_variant=None if dynamic_strides else _variant_factory(
-                text, pipeline, num_replicas, name, cpu))
+                text, pipeline, num_replicas, name, cpu),
+            dispatches_parallel_loops=loaded.dispatches_parallel_loops)
     except Exception as e:  # noqa: BLE001 - a bad entry is compiled again, never fatal
         entry.reject(f"{type(e).__name__}: {e}")
         return None
@@ -213,6 +215,7 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         # its functions as the pipeline left them (runtime/jit_linkage.py).
         retarget(module, cpu)
         internalize(module)
+        parallel = defines_shared_functions(module)
         shared_parallel = parallel_runtime.use_process_functions(module, bool(entry and entry.key))
         lowered = time.perf_counter()
         result_leaves = result_leaf_shapes(result_shape)
@@ -229,9 +232,9 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
             load_async_runtime()
             # The runner utils load libMLIR and libLLVM (~25 ms): only for a module that
             # calls into them (runtime/jit_symbols.py).
-            final_text = next(reversed(stages.values()), None) or str(module)
+            symbols = [r["symbol"] for r in custom_records]
             libraries = runtime_libraries() if needs_runtime_libraries(
-                module, final_text, [r["symbol"] for r in custom_records]) else []
+                module, _may_hold_f16(stages, pipeline, module), symbols) else []
             # XLAMLIR_KEEP_OBJECT=1 keeps the machine code for `exe.write_object(path)`
             # (to disassemble: which instructions a target_cpu really gets); the disk
             # cache stores it.
@@ -262,13 +265,25 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
                             num_replicas=num_replicas, dynamic_strides=dynamic_strides,
                             strided_variant=None if dynamic_strides else _variant_factory(
                                 text, pipeline, num_replicas, name, cpu),
-                            compile_stats=stats, pass_stages=per_pass)
+                            compile_stats=stats, pass_stages=per_pass,
+                            dispatches_parallel_loops=parallel)
     executable.pipeline = pipeline  # export recompiles with it (runtime/export.py)
     executable.target_cpu = cpu
     executable.keeps_object = keep_object
     if entry is not None:
         entry.store(engine, custom_records, executable)
     return executable
+
+
+def _may_hold_f16(stages: dict[str, str], pipeline: Pipeline, module: ir.Module) -> bool:
+    """Whether the lowered `module` may hold f16 or bf16 values. The default passes make
+    none that the program (its first stage's text) has not: only a pipeline with passes
+    of its own pays for printing its last stage (lowering/stage_texts.py)."""
+    if not stages:
+        return "f16" in str(module)
+    if "f16" in stages[next(iter(stages))]:
+        return True
+    return not pipeline.only_default_passes() and "f16" in stages[next(reversed(stages))]
 
 
 def _custom_call_records(module: ir.Module) -> list[dict[str, str]]:

@@ -44,6 +44,7 @@ from typing import Any
 
 from ..dialect.errors import ArgumentError, CompileError
 from ..dialect.shape import Shape
+from ..lowering.stage_texts import StageTexts
 from . import cache_writer
 from .cached_library import LoadedLibrary, link_library, linker, open_library
 
@@ -51,7 +52,7 @@ ENV_DIR = "XLAMLIR_CACHE_DIR"
 ENV_MAX_MB = "XLAMLIR_CACHE_MAX_MB"
 DEFAULT_MAX_MB = 512
 #: Bumped whenever the entry layout or what an entry means changes.
-FORMAT = 1
+FORMAT = 2
 SUFFIX = ".xlc"
 _OFF = frozenset({"", "0", "off", "false", "no", "none"})
 # Compiles asking for what only a real compile produces.
@@ -209,8 +210,9 @@ class Loaded:
     parameter_shapes: list[Shape]
     result_shape: Shape
     records: list[dict[str, str]]
-    stages: dict[str, str]
+    stages: StageTexts
     compiled_s: float
+    dispatches_parallel_loops: bool
 
 
 class _Corrupt(Exception):
@@ -274,6 +276,9 @@ class Entry:
             result = Shape.parse(meta["result"])
             records = [{str(k): str(v) for k, v in r.items()} for r in meta["records"]]
             compiled_s = float(meta["stats"].get("total_s", 0.0))
+            parallel = meta["parallel"]
+            if not isinstance(parallel, bool):
+                raise ValueError("'parallel' is not a bool")
         except Exception as e:  # noqa: BLE001 - whatever is wrong in the file, it is a miss
             self.reject(f"corrupt ({type(e).__name__}: {e})")
             return None
@@ -285,7 +290,7 @@ class Entry:
             return None
         _touch(self.path)
         self.status = "hit"
-        return Loaded(library, parameters, result, records, stages, compiled_s)
+        return Loaded(library, parameters, result, records, stages, compiled_s, parallel)
 
     def loaded(self) -> None:
         """The program from the entry is ready: the time it took."""
@@ -303,14 +308,19 @@ class Entry:
         meta = {"key": self.key, "name": executable.name,
                 "parameters": [str(s) for s in executable.parameter_shapes],
                 "result": str(executable.result_shape), "records": records,
+                "parallel": bool(executable.dispatches_parallel_loops),
                 "stats": {k: stats[k] for k in ("parse_verify_s", "jit_s", "total_s") if k in stats}}
         shapes = [*executable.parameter_shapes, executable.result_shape]
-        stages, limit = dict(executable.stages), self.limit
+        # Stages not printed yet stay bytecode (lowering/stage_texts.py).
+        stages = executable.stages
+        if not isinstance(stages, StageTexts):
+            stages = StageTexts(stages)
+        limit = self.limit
         cache_writer.submit(self.key, lambda: self._write(engine, shapes, meta, stages, limit, stats))
         self.seconds = time.perf_counter() - started
 
     def _write(self, engine: Any, shapes: list[Shape], meta: dict[str, Any],
-               stages: dict[str, str], limit: int, report: dict[str, Any]) -> None:
+               stages: StageTexts, limit: int, report: dict[str, Any]) -> None:
         """In the writer thread: dump the engine's object file, link the library, write
         the entry; the time it took, or why it failed, goes into `report` (the
         executable's compile_stats)."""
@@ -327,7 +337,7 @@ class Entry:
                     raise CompileError("the JIT kept no object file", "disk_cache")
                 image = link_library(obj, [r["symbol"] for r in meta["records"]], work)
             data = _encode({**meta, "library_size": len(image)}, image,
-                           zlib.compress(json.dumps(stages).encode(), 1))
+                           zlib.compress(stages.to_bytes(), 1))
             if len(data) > limit:
                 raise ValueError(f"the entry ({len(data)} bytes) is larger than {ENV_MAX_MB}")
             _write_atomically(self.directory, self.path, data)
@@ -386,7 +396,7 @@ def _encode(meta: dict[str, Any], image: bytes, stages: bytes) -> bytes:
     return _HEADER.pack(_MAGIC, FORMAT, len(body), hashlib.sha256(rest).digest()) + rest
 
 
-def _decode(data: bytes, key: str) -> tuple[dict[str, Any], bytes, dict[str, str]]:
+def _decode(data: bytes, key: str) -> tuple[dict[str, Any], bytes, StageTexts]:
     if len(data) < _HEADER.size:
         raise _Corrupt(f"truncated ({len(data)} bytes)")
     magic, version, length, digest = _HEADER.unpack_from(data)
@@ -400,9 +410,10 @@ def _decode(data: bytes, key: str) -> tuple[dict[str, Any], bytes, dict[str, str
         raise _Corrupt("written for another key")
     end = length + int(meta["library_size"])
     image = bytes(rest[length:end])
-    stages = json.loads(zlib.decompress(rest[end:]))
-    if not isinstance(stages, dict) or not all(isinstance(v, str) for v in stages.values()):
-        raise _Corrupt("stages are not texts")
+    try:
+        stages = StageTexts.from_bytes(zlib.decompress(rest[end:]))
+    except (ValueError, UnicodeDecodeError, struct.error, zlib.error) as e:
+        raise _Corrupt(f"stages: {e}") from None
     return meta, image, stages
 
 

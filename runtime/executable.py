@@ -41,8 +41,11 @@ class Executable:
                  strided_variant: Callable[[], Executable] | None = None,
                  callbacks: tuple[Any, threading.local] | None = None,
                  feeds: tuple[Any, Any] | None = None, compile_stats: dict[str, Any] | None = None,
-                 pass_stages: list[tuple[str, str, str]] | None = None) -> None:
+                 pass_stages: list[tuple[str, str, str]] | None = None,
+                 dispatches_parallel_loops: bool = False) -> None:
         self.name = name
+        # Whether its code runs loops on the thread pool (runtime/fork_safety.py).
+        self.dispatches_parallel_loops = dispatches_parallel_loops
         self._engine = engine  # keeps the JIT-compiled code alive
         # Custom-call trampolines (kept alive with the engine) and their pending errors.
         self._callbacks, self._callback_errors = callbacks or ((), threading.local())
@@ -152,7 +155,7 @@ class Executable:
 
     def as_hlo_text(self) -> str:
         """The program (its `hlo` stage) in XLA's HLO text format."""
-        return hlo_text(next(iter(self.stages.values())), self.name)
+        return hlo_text(self.stages[next(iter(self.stages))], self.name)
 
     # N replicas on N threads (runtime/replicas/).
     execute_replicated = execute_replicated

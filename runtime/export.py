@@ -160,11 +160,10 @@ def export_executable(exe: Any, path: str | os.PathLike[str], *, target_cpu: str
     header = header_path(library)
     if library == header:
         raise CompileError(f"export: {str(library)!r} would be overwritten by its own header", "export")
-    stages = list(exe.stages.values())
-    if not stages:
+    if not exe.stages:
         raise CompileError("export: the executable has no pipeline stages", "export")
     # The last stage is what the JIT compiled (a custom pipeline may rename or add stages).
-    llvm_text = stages[-1]
+    llvm_text = exe.stages[next(reversed(exe.stages))]
     if _ASYNC_RUNTIME in llvm_text or target != getattr(exe, "target_cpu", HOST):
         llvm_text = _lowered_again(exe, target)
     triple = _target_triple()

@@ -39,14 +39,11 @@ def pool_usable() -> bool:
     return not _pool_gone
 
 
-def dispatches_parallel_loops(stages: dict[str, str]) -> bool:
-    return DISPATCHER in stages.get("llvm", "")
-
-
 def watch(executable: Any, compile_sequential: Callable[[], Any]) -> None:
     """Remember how to compile `executable` without parallel loops, should this process
-    fork; only executables whose code dispatches parallel loops need it."""
-    if dispatches_parallel_loops(executable.stages):
+    fork; only executables whose code dispatches parallel loops need it (the compiler
+    sets `dispatches_parallel_loops`)."""
+    if getattr(executable, "dispatches_parallel_loops", False):
         with _lock:
             _watched[executable] = compile_sequential
 

@@ -51,10 +51,11 @@ def in_process(symbol: str) -> bool:
     return found
 
 
-def needs_runtime_libraries(module: ir.Module, text: str, runtime_symbols: Iterable[str]) -> bool:
-    """Whether the JIT of `module` (in the LLVM dialect, printed as `text`) needs MLIR's
-    runner utils; `runtime_symbols` are the custom-call names the engine binds."""
-    if "f16" in text:  # f16 and bf16: conversions LLVM may lower to library calls
+def needs_runtime_libraries(module: ir.Module, has_f16: bool, runtime_symbols: Iterable[str]) -> bool:
+    """Whether the JIT of `module` (in the LLVM dialect) needs MLIR's runner utils;
+    `has_f16`: whether it may hold f16 or bf16 values (conversions LLVM may lower to
+    library calls); `runtime_symbols` are the custom-call names the engine binds."""
+    if has_f16:
         return True
     bound = {"_mlir_ciface_" + s for s in runtime_symbols}
     return any(s not in bound and not in_process(s) for s in external_symbols(module))

@@ -35,7 +35,8 @@ LOWERING: dict[str, set[str]] = {
     "passes": {"scalar", "patterns", "register_transpose"},
     "lower_pass": {"ops", "patterns"},
     "reproducer": set(),
-    "pipeline": {"passes", "lower_pass", "reproducer"},
+    "stage_texts": set(),
+    "pipeline": {"passes", "lower_pass", "reproducer", "stage_texts"},
     "schedules": {"passes"},
     "__init__": {"pipeline"},
 }

@@ -52,7 +52,7 @@ def _in_child(work: callable) -> bytes:
 
 def test_parent_executable_and_new_compile_in_a_forked_child() -> None:
     exe = xm.compile(_program("before_fork"))
-    assert fork_safety.dispatches_parallel_loops(exe.stages)
+    assert exe.dispatches_parallel_loops and fork_safety.DISPATCHER in exe.stages["llvm"]
     x = np.random.default_rng(0).standard_normal(N).astype(np.float32)
     want = exe(x)
     exe(x)  # the second call switches the parent's executable to the C call path
@@ -60,7 +60,8 @@ def test_parent_executable_and_new_compile_in_a_forked_child() -> None:
     def work() -> bytes:
         old = exe(x)  # the parent's program, run without its thread pool
         fresh = xm.compile(_program("after_fork"))
-        assert not fork_safety.dispatches_parallel_loops(fresh.stages)
+        assert not fresh.dispatches_parallel_loops
+        assert fork_safety.DISPATCHER not in fresh.stages["llvm"]
         return old.tobytes() + fresh(x).tobytes()
 
     got = _in_child(work)
@@ -94,7 +95,7 @@ def test_a_child_of_a_parent_that_never_loaded_the_pool_keeps_parallel_loops() -
             x = b.parameter(0, xm.Shape.array(xm.F32, (1 << 20,)))
             b.exp(x)
             exe = xm.compile(b.build())
-            ok = (fork_safety.dispatches_parallel_loops(exe.stages)
+            ok = (exe.dispatches_parallel_loops
                   and exe(np.zeros(1 << 20, np.float32)).min() == 1.0)
             os._exit(0 if ok else 3)
         _, status = os.waitpid(pid, 0)
