@@ -772,3 +772,47 @@ def test_top_k_selection_ir() -> None:
         CHECK: tensor.parallel_insert_slice {{.*}} : tensor<3xf32> into tensor<4x100xf32>
         CHECK-NOT: tensor<256xi32>
     """)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16, np.float32, np.float64])
+@pytest.mark.parametrize("rows", [1, 6])  # one row: the radix sort; 6: the network
+def test_nans_put_back_around_the_vector_scan(dtype: object, rows: int) -> None:
+    # place_nans tests 512 bits of a row at once and only such a vector holding a NaN
+    # element by element: NaNs at the first and last lane of a vector, in the tail past
+    # the last whole vector, rows of NaNs only and rows without one; payloads and signs
+    # in their order, last ascending and first descending.
+    dtype = np.dtype(dtype)
+    lanes = 512 // (8 * dtype.itemsize)
+    bits = np.dtype(f"u{dtype.itemsize}")
+    # Quiet NaNs with payloads, a negative one, a signaling one, the plain one.
+    payloads = np.array({2: [0x7E01, 0xFE00, 0x7C01, 0x7E00] if dtype == np.float16
+                         else [0x7FC1, 0xFFC0, 0x7F81, 0x7FC0],
+                         4: [0x7FC00123, 0xFFC00001, 0x7F800001, 0x7FC00000],
+                         8: [0x7FF8000000000123, 0xFFF8000000000001, 0x7FF0000000000001,
+                             0x7FF8000000000000]}[dtype.itemsize], bits).view(dtype)
+    for n in (3 * lanes + 5, 2 * lanes, lanes + 1):
+        x = values(dtype, (rows, n), seed=n)
+        x[x != x] = 0  # NaNs only where placed below
+        spots = [0, lanes - 1, lanes, n - 1] + ([2 * lanes - 1, 2 * lanes] if n > 2 * lanes else [])
+        for i, spot in enumerate(spots):
+            x[0, spot] = payloads[i % len(payloads)]
+        if rows > 1:
+            x[1] = payloads[3]
+            x[1, ::3] = payloads[0]
+            x[3, n - 1] = payloads[1]
+        row = x[0] if rows == 1 else x
+        ascending, descending = run(lambda b, p: [b.sort(p), b.sort(p, nan_last_descending)], row)
+        for got, desc in ((ascending, False), (descending, True)):
+            want = row[..., stable_order(row.reshape(rows, n), sort_key, desc).reshape(row.shape)] \
+                if rows == 1 else np.take_along_axis(row, stable_order(row, sort_key, desc), -1)
+            np.testing.assert_array_equal(got.view(bits), want.view(bits), err_msg=f"n={n} desc={desc}")
+
+
+def test_the_nan_scan_is_a_vector_test_per_512_bits() -> None:
+    b = xm.XlaBuilder("nan_scan")
+    b.sort(b.parameter(0, shape(np.float32, (8, 100))))
+    text = stage_text(b.build(), "linalg")
+    # One 16-lane read and OR-reduction per vector; the 4 elements past the last whole
+    # vector and a vector holding a NaN element by element.
+    assert "vector.transfer_read" in text and "vector<16xf32>" in text
+    assert text.count("vector.reduction <or>") == 1

@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, bufferization, scf, tensor
+from mlir.dialects import arith, bufferization, scf, tensor, vector
 
 from ...dialect.element_types import PrimitiveType
 from ..patterns.computations import apply_computation, current_library
@@ -55,6 +55,8 @@ MAX_SELECTED = 32
 # Rows up to this long are merge-sorted (lowering.sort): measured faster than the radix
 # sort, whose scans of 256-entry histograms cost the same on every row.
 SHORT_ROW = 16
+# `place_nans` tests a row for NaNs this many bits at a time (one AVX-512 register).
+NAN_SCAN_BITS = 512
 
 
 @dataclass(frozen=True)
@@ -489,8 +491,13 @@ def place_nans(row: ir.Value, out: ir.Value, nans: ir.Value, t: PrimitiveType,
     """`out` with its block of NaN keys (last when ascending, first when descending)
     holding the row's NaNs, bits and order kept (stable): their keys were all equal.
     The row is `row`'s last dimension at the leading indices `row_at`, written into
-    `out`'s at `out_at` (none: both 1-D); `nans` counts them (index)."""
-    n = ir.RankedTensorType(row.type).shape[-1]
+    `out`'s at `out_at` (none: both 1-D); `nans` counts them (index).
+
+    The row is scanned a vector of NAN_SCAN_BITS at a time, and only a vector holding
+    a NaN element by element: NaNs are rare, and an element-by-element scan of every
+    row holding one cost the network's f32[4096,256] sort with 1% NaNs half its time."""
+    row_type = ir.RankedTensorType(row.type)
+    n, storage = row_type.shape[-1], row_type.element_type
     start = arith.subi(index_const(n), nans) if ascending else index_const(0)
 
     def step(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
@@ -501,10 +508,25 @@ def place_nans(row: ir.Value, out: ir.Value, nans: ir.Value, t: PrimitiveType,
                             [out.type])[0]
         return [arith.addi(pos, arith.select(nan, index_const(1), index_const(0))), written]
 
-    # No NaN, no trip (a loop, not an scf.if: output_tensors sees through loops).
+    lanes = NAN_SCAN_BITS // _key_bits(t)
+    whole = n - n % lanes
+    vector_type = ir.VectorType.get([lanes], storage)
+    to_row_end = ir.AffineMap.get_minor_identity(row_type.rank, 1)
+    zero = arith.constant(storage, ir.FloatAttr.get(storage, 0.0) if isinstance(storage, ir.FloatType)
+                          else ir.IntegerAttr.get(storage, 0))
+
+    def chunk(c: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
+        i0 = arith.muli(c, index_const(lanes))
+        x = vector.transfer_read(vector_type, row, [*row_at, i0], to_row_end, zero, [True])
+        some_nan = vector.reduction(ir.IntegerType.get_signless(1), vector.CombiningKind.OR, _is_nan(x, t))
+        return if_values(some_nan, lambda: for_range(i0, arith.addi(i0, index_const(lanes)), carried, step),
+                         lambda: carried, [c.type for c in carried])
+
+    # No NaN, no trip (loops, not an scf.if: output_tensors sees through loops).
     some = arith.cmpi(arith.CmpIPredicate.ne, nans, index_const(0))
-    trips = arith.select(some, index_const(n), index_const(0))
-    return for_range(0, trips, [start, out], step)[1]
+    carried = for_range(0, arith.select(some, index_const(whole // lanes), index_const(0)),
+                        [start, out], chunk)
+    return for_range(whole, arith.select(some, index_const(n), index_const(whole)), carried, step)[1]
 
 
 # -- partial selection --------------------------------------------------------------------------
