@@ -158,6 +158,13 @@ class StageTexts(dict):
     @classmethod
     def from_bytes(cls, data: bytes) -> StageTexts:
         """The stages `to_bytes` wrote; ValueError if `data` is not that."""
+        try:
+            return cls._from_bytes(data)
+        except (KeyError, IndexError, TypeError, struct.error, UnicodeDecodeError) as e:
+            raise ValueError(f"not the stages' bytes ({type(e).__name__}: {e})") from None
+
+    @classmethod
+    def _from_bytes(cls, data: bytes) -> StageTexts:
         (length,) = struct.unpack_from("<I", data)
         index = json.loads(data[4:4 + length])
         stages, at = cls(), 4 + length

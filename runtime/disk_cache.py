@@ -412,7 +412,7 @@ def _decode(data: bytes, key: str) -> tuple[dict[str, Any], bytes, StageTexts]:
     image = bytes(rest[length:end])
     try:
         stages = StageTexts.from_bytes(zlib.decompress(rest[end:]))
-    except (ValueError, UnicodeDecodeError, struct.error, zlib.error) as e:
+    except (ValueError, zlib.error) as e:
         raise _Corrupt(f"stages: {e}") from None
     return meta, image, stages
 
