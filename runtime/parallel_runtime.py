@@ -56,7 +56,8 @@ def process_dispatcher(opt_level: int) -> Any:
             packed = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.raw_lookup(_ADDRESS_FUNCTION))
             address = ctypes.c_void_p()
             packed((ctypes.c_void_p * 1)(ctypes.addressof(address)))
-            function = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(address.value)
+            function = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                        ctypes.c_void_p)(address.value)
             # Engines keep the function they bind (register_runtime): it keeps the code.
             function.code = (context, engine)
             _compiled.extend([context, engine, function])

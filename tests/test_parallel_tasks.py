@@ -25,8 +25,10 @@ from mlir.runtime import get_ranked_memref_descriptor
 
 import xlamlir as xm
 from xlamlir.dialect.context import new_context
-from xlamlir.lowering.passes.parallel_tasks import shared_functions_text
+from xlamlir.lowering.passes import parallel_tasks
+from xlamlir.lowering.passes.parallel_tasks import SITE_PREFIX, shared_functions_text
 from xlamlir.lowering.pipeline import PARALLEL_LOOPS, SEQUENTIAL_LOOPS, Pipeline, run_pass
+from xlamlir.runtime import parallel_runtime
 from xlamlir.runtime.compiler import clear_cache, load_async_runtime
 
 F32 = xm.F32
@@ -275,17 +277,92 @@ def test_every_dispatch_records_its_cpu_for_the_workers() -> None:
         assert "llvm.call @sched_getcpu()" in llvm_text
 
 
-def test_the_caller_yields_once_before_its_own_block() -> None:
+def test_the_caller_yields_before_its_own_block_and_while_it_waits() -> None:
     # A worker woken onto the caller's CPU runs at once (and moves off it) instead of
     # waiting for the caller's time slice to end: one sched_yield after the tasks are
-    # submitted, before the caller's block; none on the one-block path.
+    # submitted, before the caller's block; then, waiting for a worker's block, the
+    # caller reads its flag and yields (staying awake) before it sleeps on the token.
     llvm_text = xm.compile(exp_and_row_sums(512)).stages["llvm"]
     dispatcher = llvm_text[llvm_text.index("llvm.func internal @xlamlir_parallel_for("):]
     dispatcher = dispatcher[:dispatcher.index("\n  }")]
     if sys.platform != "linux":
-        assert "sched_yield" not in dispatcher
+        assert "sched_yield" not in dispatcher and "clock_gettime" not in dispatcher
         return
-    assert dispatcher.count("llvm.call @sched_yield()") == 1
-    yielded = dispatcher.index("llvm.call @sched_yield()")
-    assert dispatcher.index("llvm.call @mlirAsyncRuntimeExecute") < yielded
-    assert yielded < dispatcher.rindex("llvm.call @mlirAsyncRuntimeAwaitToken")
+    assert dispatcher.count("llvm.call @sched_yield()") == 2
+    first = dispatcher.index("llvm.call @sched_yield()")
+    second = dispatcher.rindex("llvm.call @sched_yield()")
+    assert dispatcher.index("llvm.call @mlirAsyncRuntimeExecute") < first
+    assert first < dispatcher.index("atomic acquire") < second
+    assert second < dispatcher.rindex("llvm.call @mlirAsyncRuntimeAwaitToken")
+    task = llvm_text[llvm_text.index("llvm.func internal @xlamlir_parallel_task("):]
+    task = task[:task.index("\n  }")]
+    # The block's flag set after its body, its token read before: the caller may return
+    # (its stack gone) as soon as it sees the flag.
+    assert task.index("llvm.call %") < task.index("atomic release") < task.index("musttail")
+
+
+def test_every_call_site_has_its_own_state() -> None:
+    llvm_text = xm.compile(exp_and_row_sums(512)).stages["llvm"]
+    calls = llvm_text.count("llvm.call @xlamlir_parallel_for(")
+    assert calls >= 2
+    for k in range(calls):
+        assert llvm_text.count(f"llvm.mlir.global internal @{SITE_PREFIX}{k}()") == 1
+        assert llvm_text.count(f"llvm.mlir.addressof @{SITE_PREFIX}{k} ") == 1
+    assert f"@{SITE_PREFIX}{calls}()" not in llvm_text
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the timed choice needs clock_gettime")
+def test_each_site_times_both_ways_then_takes_the_faster() -> None:
+    # The process's dispatcher called directly with a Python body recording where each
+    # block ran, and a site state this test reads and sets.
+    load_async_runtime()
+    dispatch = parallel_runtime.process_dispatcher(3)
+    runs: list[tuple[int, int, int]] = []
+    lock = threading.Lock()
+
+    @ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+    def body(_ctx: int, first: int, last: int) -> None:
+        with lock:
+            runs.append((threading.get_ident(), first, last))
+
+    site = (ctypes.c_int64 * 4)()
+    total = 1000
+
+    def call() -> tuple[bool, list[tuple[int, int, int]]]:
+        runs.clear()
+        dispatch(ctypes.cast(body, ctypes.c_void_p), None, total, ctypes.addressof(site))
+        blocks = sorted(runs, key=lambda r: r[1])
+        assert [r[1] for r in blocks][0] == 0 and blocks[-1][2] == total  # every iteration once
+        assert all(a[2] == b[1] for a, b in zip(blocks, blocks[1:]))
+        return len(blocks) == 1, blocks
+
+    me = threading.get_ident()
+    two_ways = len(os.sched_getaffinity(0)) >= 2  # one CPU: one worker, every loop one block
+    # Calls 0-1 in parallel (the caller runs block 0), 2-3 on the calling thread alone.
+    for k in range(4):
+        sequential, blocks = call()
+        assert blocks[0][0] == me
+        if two_ways:
+            assert sequential == (k >= 2) and site[2] == k + 1
+            assert sequential or len({r[0] for r in blocks}) == 2
+    if not two_ways:
+        return
+    assert site[0] > 0 and site[1] > 0
+    # Then the faster way by the times kept (the way taken updates its time).
+    site[0], site[1] = 10, 10**9
+    assert call()[0] and site[0] != 10
+    site[0], site[1] = 10**9, 10
+    assert not call()[0]
+    # Every REPROBE calls, a pair the other way (here sequential), then the faster again.
+    site[2] = parallel_tasks.REPROBE * 3
+    assert call()[0] and call()[0]
+    site[0] = 10**9
+    assert not call()[0]
+    # The second call of a pair goes the first one's way (field 3), whatever the times
+    # say now, and keeps the smaller of its time and the first one's.
+    site[2], site[0], site[1], site[3] = parallel_tasks.REPROBE + 1, 10**9, 5, 1
+    assert call()[0] and site[0] < 10**9
+    site[2], site[0], site[1], site[3] = parallel_tasks.REPROBE + 1, 2, 1, 1
+    assert call()[0] and site[0] == 2
+    site[2], site[0], site[1], site[3] = parallel_tasks.REPROBE + 1, 1, 10**9, 0
+    assert not call()[0] and 1 < site[1] < 10**9

@@ -17,14 +17,17 @@ on a worker. Two passes replace the three:
   each body function becomes `body(context, first, last)`, reading the captured values
   from a struct; each call of a dispatcher becomes stores of those values into a
   context on the caller's stack and a call of the module's one shared dispatcher
-  `xlamlir_parallel_for(body, context, total)`: blocks = min(total, worker threads),
-  blocks 1.. submitted with `mlirAsyncRuntimeExecute` to the one shared plain
-  trampoline, which runs the body on its block and emplaces the block's token (a tail
-  call: nothing of the program runs on a worker after that); the calling thread runs
-  block 0 itself, then awaits the tokens. A worker woken onto the caller's CPU first
-  moves to another (`_LEAVE`): stacked there, the two ran one after the other. The
-  caller yields its CPU once before its own block (`_YIELD`), so that such a worker
-  gets to move at once instead of after the caller's time slice.
+  `xlamlir_parallel_for(body, context, total, site)`: blocks = min(total, worker
+  threads), blocks 1.. submitted with `mlirAsyncRuntimeExecute` to the one shared plain
+  trampoline, which runs the body on its block, sets the block's flag and emplaces its
+  token (a tail call: nothing of the program runs on a worker after that); the calling
+  thread runs block 0 itself, then waits for each block's flag (yielding its CPU, up to
+  SPIN_YIELDS times) and token. A worker woken onto the caller's CPU first moves to
+  another (`_LEAVE`): stacked there, the two ran one after the other. The caller yields
+  its CPU once before its own block (`_YIELD`), so that such a worker gets to move at
+  once instead of after the caller's time slice. `site` is the call site's global: the
+  times of its sequential and parallel runs, by which it takes the faster (waking a
+  worker and then the caller cost tens of us on a KVM guest: see `_CHOOSE`).
   Per loop, only its body is code of its own: the ExecutionEngine gives every function a
   packed wrapper unpacking its arguments, and the first version (one dispatcher and one
   trampoline per loop, each taking all the values) was half of softmax's machine code.
@@ -214,14 +217,24 @@ def _outline(function: Any, loop: Any, name: str) -> None:
 # ---------------------------------------------------------------------------------------
 # LLVM level
 
-PARALLEL_FOR = "xlamlir_parallel_for"  # (body, context, total): the one shared dispatcher
+PARALLEL_FOR = "xlamlir_parallel_for"  # (body, context, total, site): the one shared dispatcher
 _TASK = "xlamlir_parallel_task"  # (record): the one shared trampoline
 _LEAVE = "xlamlir_parallel_leave_cpu"  # (cpu): moves the calling thread off `cpu`
 # A parallel loop's run on the dispatcher's stack: the body, its context, the iteration
 # count, the block size and the CPU the dispatching thread ran on (-1: unknown); and a
-# block of it: the job, the block's number, its token.
+# block of it: the job, the block's number, its token, whether its body returned.
 _JOB = "!llvm.struct<(ptr, ptr, i64, i64, i32)>"
-_RECORD = "!llvm.struct<(ptr, i64, ptr)>"
+_RECORD = "!llvm.struct<(ptr, i64, ptr, i64)>"
+# A loop's call site (a global of the program, `_site_global`): the last sequential and
+# the last parallel run's wall time (ns, 0: not measured yet), the number of calls and
+# whether the last call ran sequentially.
+_SITE = "!llvm.array<4 x i64>"
+SITE_PREFIX = "xlamlir_parallel_site_"
+# Every REPROBE calls a site measures again the way it did not choose.
+REPROBE = 64
+# The caller waits for a worker's block yielding its CPU (the CPU stays awake) up to this
+# many times, then sleeps on the block's token.
+SPIN_YIELDS = 256
 _RUNTIME = {
     "mlirAsyncRuntimeCreateToken": "() -> !llvm.ptr",
     "mlirAsyncRuntimeEmplaceToken": "(!llvm.ptr)",
@@ -236,9 +249,11 @@ _LIBC = {
     "sched_getaffinity": "(i32, i64, !llvm.ptr) -> i32",
     "sched_setaffinity": "(i32, i64, !llvm.ptr) -> i32",
     "sched_yield": "() -> i32",
+    "clock_gettime": "(i32, !llvm.ptr) -> i32",
 } if sys.platform == "linux" else {}
 _CPU_SET_WORDS = 16  # glibc's cpu_set_t: 1024 CPUs
 _BODY = "!llvm.ptr, (!llvm.ptr, i64, i64) -> ()"  # an indirect call of a body function
+_DISPATCHER_TYPE = "(!llvm.ptr, !llvm.ptr, i64, !llvm.ptr)"
 _SHARED_NAMES = (PARALLEL_FOR, _TASK, _LEAVE)
 _SHARED_KEY = "parallel_tasks.shared"  # in the context's cache: the parsed _SHARED
 
@@ -319,6 +334,100 @@ else:
     _LEAVE_BODY = "\n  llvm.return"
     _YIELD = ""
 
+
+def _now(name: str) -> str:
+    """`%name`: CLOCK_MONOTONIC in ns (a vDSO call, ~20-50 ns), read through `%clock`."""
+    return f"""
+  %{name}_r = llvm.call @clock_gettime(%monotonic, %clock) : (i32, !llvm.ptr) -> i32
+  %{name}_sp = llvm.getelementptr %clock[0, 0] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(i64, i64)>
+  %{name}_s = llvm.load %{name}_sp : !llvm.ptr -> i64
+  %{name}_np = llvm.getelementptr %clock[0, 1] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(i64, i64)>
+  %{name}_n = llvm.load %{name}_np : !llvm.ptr -> i64
+  %{name}_sn = llvm.mul %{name}_s, %billion : i64
+  %{name} = llvm.add %{name}_sn, %{name}_n : i64"""
+
+
+def _store_elapsed(since: str, at: int) -> str:
+    """The ns since `%since` (at least 1: 0 means unmeasured) into the site's field `at`;
+    the smaller of it and the field's value on the second call of a pair (`%second`)."""
+    return f"""{_now(f"end{at}")}
+  %elapsed{at} = llvm.sub %end{at}, %{since} : i64
+  %sample{at} = llvm.intr.umax(%elapsed{at}, %one) : (i64, i64) -> i64
+  %field{at} = llvm.getelementptr %site[0, {at}] : (!llvm.ptr) -> !llvm.ptr, {_SITE}
+  %old{at} = llvm.load %field{at} atomic monotonic {{alignment = 8 : i64}} : !llvm.ptr -> i64
+  %low{at} = llvm.intr.umin(%sample{at}, %old{at}) : (i64, i64) -> i64
+  %kept{at} = llvm.select %second, %low{at}, %sample{at} : i1, i64
+  llvm.store %kept{at}, %field{at} atomic monotonic {{alignment = 8 : i64}} : i64, !llvm.ptr"""
+
+
+# A parallel loop costs waking a worker and, at its end, the caller: on a KVM guest with
+# idle vCPUs each wake-up took tens of us (a row sum of f32[512,512]: 15 us on one core,
+# 99 us on two). So each call site times its runs and takes the faster way. Calls 0-1
+# run in parallel, 2-3 sequentially, each pair keeping its faster time (the first call of
+# a pair may find the worker asleep, the second finds it awake, as calls in a row do);
+# then the faster way, its time updated by every call, and every REPROBE calls a pair
+# the other way (both calls of a pair the same way). The caller waits for a worker's
+# block yielding its CPU (awake, and free for a worker stacked on it) before it sleeps
+# on the token. Results never depend on the way taken: iterations are independent.
+if _LIBC:
+    _CLOCK = """
+  %clock = llvm.alloca %one x !llvm.struct<(i64, i64)> {alignment = 8 : i64} : (i64) -> !llvm.ptr
+  %monotonic = llvm.mlir.constant(1 : i32) : i32
+  %billion = llvm.mlir.constant(1000000000 : i64) : i64"""
+    _CHOOSE = f"""
+  %seqp = llvm.getelementptr %site[0, 0] : (!llvm.ptr) -> !llvm.ptr, {_SITE}
+  %parp = llvm.getelementptr %site[0, 1] : (!llvm.ptr) -> !llvm.ptr, {_SITE}
+  %callp = llvm.getelementptr %site[0, 2] : (!llvm.ptr) -> !llvm.ptr, {_SITE}
+  %calls = llvm.load %callp atomic monotonic {{alignment = 8 : i64}} : !llvm.ptr -> i64
+  %calls1 = llvm.add %calls, %one : i64
+  llvm.store %calls1, %callp atomic monotonic {{alignment = 8 : i64}} : i64, !llvm.ptr
+  %seq = llvm.load %seqp atomic monotonic {{alignment = 8 : i64}} : !llvm.ptr -> i64
+  %par = llvm.load %parp atomic monotonic {{alignment = 8 : i64}} : !llvm.ptr -> i64
+  %period = llvm.mlir.constant({REPROBE - 1} : i64) : i64
+  %phase = llvm.and %calls, %period : i64
+  %two = llvm.mlir.constant(2 : i64) : i64
+  %three = llvm.mlir.constant(3 : i64) : i64
+  %four = llvm.mlir.constant(4 : i64) : i64
+  %starting = llvm.icmp "ult" %calls, %four : i64
+  %pair_one = llvm.icmp "ult" %calls, %two : i64
+  %probing = llvm.icmp "ult" %phase, %two : i64
+  %seq_faster = llvm.icmp "ule" %seq, %par : i64
+  %choice = llvm.xor %seq_faster, %probing : i1
+  %at_one = llvm.icmp "eq" %phase, %one : i64
+  %lastp = llvm.getelementptr %site[0, 3] : (!llvm.ptr) -> !llvm.ptr, {_SITE}
+  %last = llvm.load %lastp atomic monotonic {{alignment = 8 : i64}} : !llvm.ptr -> i64
+  %last_seq = llvm.icmp "ne" %last, %zero : i64
+  %later = llvm.select %at_one, %last_seq, %choice : i1, i1
+  %first_pair = llvm.xor %pair_one, %starting : i1
+  %use_seq = llvm.select %starting, %first_pair, %later : i1, i1
+  %way = llvm.zext %use_seq : i1 to i64
+  llvm.store %way, %lastp atomic monotonic {{alignment = 8 : i64}} : i64, !llvm.ptr
+  %at_three = llvm.icmp "eq" %phase, %three : i64
+  %second_start = llvm.and %starting, %at_three : i1
+  %second = llvm.or %at_one, %second_start : i1{_now("start")}
+  llvm.cond_br %use_seq, ^timed, ^parallel
+^timed:
+  llvm.call %fn(%ctx, %zero, %total) : {_BODY}{_store_elapsed("start", 0)}
+  llvm.return"""
+    _SPIN = f"""
+{_field("wrec", _RECORD, 3, "wdp")}
+  llvm.br ^spin(%zero : i64)
+^spin(%turn: i64):
+  %flag = llvm.load %wdp atomic acquire {{alignment = 8 : i64}} : !llvm.ptr -> i64
+  %returned = llvm.icmp "ne" %flag, %zero : i64
+  %spins = llvm.mlir.constant({SPIN_YIELDS} : i64) : i64
+  %enough = llvm.icmp "sge" %turn, %spins : i64
+  %stop = llvm.or %returned, %enough : i1
+  llvm.cond_br %stop, ^collect, ^again
+^again:
+  %spun = llvm.call @sched_yield() : () -> i32
+  %turn1 = llvm.add %turn, %one : i64
+  llvm.br ^spin(%turn1 : i64)
+^collect:"""
+    _MEASURED_PARALLEL = _store_elapsed("start", 1)
+else:
+    _CLOCK, _CHOOSE, _SPIN, _MEASURED_PARALLEL = "", "\n  llvm.br ^parallel", "", ""
+
 # Internal and never inlined: one copy each per module, whatever the number of loops.
 # A worker's last step in the program's code is a tail call emplacing its block's token:
 # once the caller has seen every token, the program (and its machine code) may be freed
@@ -348,21 +457,26 @@ llvm.func internal @{_TASK}(%rec: !llvm.ptr) attributes {{no_inline}} {{
   llvm.call %fn(%ctx, %first, %last) : {_BODY}
 {_field("rec", _RECORD, 2, "kp")}
   %token = llvm.load %kp : !llvm.ptr -> !llvm.ptr
+{_field("rec", _RECORD, 3, "dp")}
+  %finished = llvm.mlir.constant(1 : i64) : i64
+  llvm.store %finished, %dp atomic release {{alignment = 8 : i64}} : i64, !llvm.ptr
   llvm.call musttail @mlirAsyncRuntimeEmplaceToken(%token) : (!llvm.ptr) -> ()
   llvm.return
 }}
 
-llvm.func internal @{PARALLEL_FOR}(%fn: !llvm.ptr, %ctx: !llvm.ptr, %total: i64) attributes {{no_inline}} {{
+llvm.func internal @{PARALLEL_FOR}(%fn: !llvm.ptr, %ctx: !llvm.ptr, %total: i64,
+                                   %site: !llvm.ptr) attributes {{no_inline}} {{
   %zero = llvm.mlir.constant(0 : i64) : i64
-  %one = llvm.mlir.constant(1 : i64) : i64
+  %one = llvm.mlir.constant(1 : i64) : i64{_CLOCK}
   %workers = llvm.call @mlirAsyncRuntimGetNumWorkerThreads() : () -> i64
   %fewer = llvm.icmp "slt" %total, %workers : i64
   %wanted = llvm.select %fewer, %total, %workers : i1, i64
   %alone = llvm.icmp "sle" %wanted, %one : i64
-  llvm.cond_br %alone, ^sequential, ^parallel
+  llvm.cond_br %alone, ^sequential, ^choose
 ^sequential:
   llvm.call %fn(%ctx, %zero, %total) : {_BODY}
   llvm.return
+^choose:{_CHOOSE}
 ^parallel:
   %wm1 = llvm.sub %wanted, %one : i64
   %tw = llvm.add %total, %wm1 : i64
@@ -395,6 +509,8 @@ llvm.func internal @{PARALLEL_FOR}(%fn: !llvm.ptr, %ctx: !llvm.ptr, %total: i64)
   %token = llvm.call @mlirAsyncRuntimeCreateToken() : () -> !llvm.ptr
 {_field("rec", _RECORD, 2, "kp")}
   llvm.store %token, %kp : !llvm.ptr, !llvm.ptr
+{_field("rec", _RECORD, 3, "dp")}
+  llvm.store %zero, %dp : i64, !llvm.ptr
   llvm.call @mlirAsyncRuntimeExecute(%rec, %task) : (!llvm.ptr, !llvm.ptr) -> ()
   %b1 = llvm.add %b, %one : i64
   llvm.br ^submit(%b1 : i64)
@@ -405,14 +521,14 @@ llvm.func internal @{PARALLEL_FOR}(%fn: !llvm.ptr, %ctx: !llvm.ptr, %total: i64)
   %waiting = llvm.icmp "slt" %w, %blocks : i64
   llvm.cond_br %waiting, ^wait, ^done
 ^wait:
-  %wrec = llvm.getelementptr %recs[%w] : (!llvm.ptr, i64) -> !llvm.ptr, {_RECORD}
+  %wrec = llvm.getelementptr %recs[%w] : (!llvm.ptr, i64) -> !llvm.ptr, {_RECORD}{_SPIN}
 {_field("wrec", _RECORD, 2, "wkp")}
   %wtoken = llvm.load %wkp : !llvm.ptr -> !llvm.ptr
   llvm.call @mlirAsyncRuntimeAwaitToken(%wtoken) : (!llvm.ptr) -> ()
   llvm.call @mlirAsyncRuntimeDropRef(%wtoken, %one) : (!llvm.ptr, i64) -> ()
   %w1 = llvm.add %w, %one : i64
   llvm.br ^await(%w1 : i64)
-^done:
+^done:{_MEASURED_PARALLEL}
   llvm.return
 }}
 """
@@ -430,11 +546,13 @@ def _field_alignment(t: ir.Type) -> int | None:
     return 1 if t.typeid == ir.VectorType.static_typeid else None
 
 
-def _dispatch_at(call: Any, body: str, context: ir.Type, alignments: list[int | None]) -> None:
+def _dispatch_at(call: Any, body: str, context: ir.Type, alignments: list[int | None],
+                 site: str) -> None:
     """The call of a loop's dispatcher replaced by its values stored into a context (on
     the caller's stack: allocated in its entry block, once however often the loop runs)
-    and a call of the shared dispatcher. Inline: a dispatcher function would get a
-    packed wrapper from the ExecutionEngine unpacking all its values (~100 instructions)."""
+    and a call of the shared dispatcher, with the call site's global `site`. Inline: a
+    dispatcher function would get a packed wrapper from the ExecutionEngine unpacking all
+    its values (~100 instructions)."""
     ptr, i64 = llvm.PointerType.get(), ir.IntegerType.get_signless(64)
     caller = call.parent
     while caller.name != "llvm.func":
@@ -450,8 +568,17 @@ def _dispatch_at(call: Any, body: str, context: ir.Type, alignments: list[int | 
                 llvm.store(value, llvm.getelementptr(ptr, ctx, [], [0, k], context, 0),
                            alignment=alignment)
             fn = llvm.AddressOfOp(ptr, ir.FlatSymbolRefAttr.get(body)).result
-            llvm.CallOp(None, [fn, ctx, total], [], [], callee=ir.FlatSymbolRefAttr.get(PARALLEL_FOR))
+            state = llvm.AddressOfOp(ptr, ir.FlatSymbolRefAttr.get(site)).result
+            llvm.CallOp(None, [fn, ctx, total, state], [], [], callee=ir.FlatSymbolRefAttr.get(PARALLEL_FOR))
     call.erase()
+
+
+def _site_global(name: str) -> str:
+    """A call site's state (`_SITE`), zero: nothing measured yet."""
+    return f"""llvm.mlir.global internal @{name}() {{addr_space = 0 : i32}} : {_SITE} {{
+  %z = llvm.mlir.zero : {_SITE}
+  llvm.return %z : {_SITE}
+}}"""
 
 
 def _read_context(body_fn: Any, types: list[ir.Type], context: ir.Type,
@@ -496,12 +623,16 @@ def parallel_tasks_to_llvm(module_op: Any, pass_: Any) -> None:
         # Bodies (most of the code) call no dispatcher: their loops stay sequential.
         if "sym_name" not in op.attributes or ir.StringAttr(op.attributes["sym_name"]).value not in bodies:
             op.walk(visit)
+    sites = 0
     for body, dispatcher in bodies.items():
         name = ir.StringAttr(dispatcher.attributes["sym_name"]).value
         types = [a.type for a in list(dispatcher.regions[0].blocks[0].arguments)[1:]]
         context, alignments = _context(types), [_field_alignment(t) for t in types]
         for call in calls.get(name, []):
-            _dispatch_at(call, body, context, alignments)
+            site = f"{SITE_PREFIX}{sites}"
+            sites += 1
+            top.append(ir.Operation.parse(_site_global(site), context=module.context))
+            _dispatch_at(call, body, context, alignments, site)
         _read_context(defined[body], types, context, alignments)
         # One copy of the body, called by the shared dispatcher and trampoline.
         defined[body].attributes["no_inline"] = ir.UnitAttr.get()
@@ -568,6 +699,6 @@ def call_shared_functions_at(module: ir.Module, symbol: str) -> bool:
     for op in shared:
         op.operation.erase()
     with module.context, ir.Location.unknown():
-        module.body.append(ir.Operation.parse(_declaration(symbol, "(!llvm.ptr, !llvm.ptr, i64)")))
+        module.body.append(ir.Operation.parse(_declaration(symbol, _DISPATCHER_TYPE)))
         ir.SymbolTable.replace_all_symbol_uses(PARALLEL_FOR, symbol, module.operation)
     return True
