@@ -338,31 +338,35 @@ def test_each_site_times_both_ways_then_takes_the_faster() -> None:
 
     me = threading.get_ident()
     two_ways = len(os.sched_getaffinity(0)) >= 2  # one CPU: one worker, every loop one block
-    # Calls 0-1 in parallel (the caller runs block 0), 2-3 on the calling thread alone.
-    for k in range(4):
+
+    def way(calls: int, seq: int, par: int, last: int = 0) -> bool:
+        """Whether a call with this state runs sequentially (checked: every iteration once)."""
+        site[:] = [seq, par, calls, last]
         sequential, blocks = call()
-        assert blocks[0][0] == me
-        if two_ways:
-            assert sequential == (k >= 2) and site[2] == k + 1
-            assert sequential or len({r[0] for r in blocks}) == 2
+        assert blocks[0][0] == me and site[2] == calls + 1
+        assert sequential or len({r[0] for r in blocks}) == 2
+        return sequential
+
     if not two_ways:
+        way(0, 0, 0)
         return
-    assert site[0] > 0 and site[1] > 0
-    # Then the faster way by the times kept (the way taken updates its time).
-    site[0], site[1] = 10, 10**9
-    assert call()[0] and site[0] != 10
-    site[0], site[1] = 10**9, 10
-    assert not call()[0]
-    # Every REPROBE calls, a pair the other way (here sequential), then the faster again.
-    site[2] = parallel_tasks.REPROBE * 3
-    assert call()[0] and call()[0]
-    site[0] = 10**9
-    assert not call()[0]
-    # The second call of a pair goes the first one's way (field 3), whatever the times
-    # say now, and keeps the smaller of its time and the first one's.
-    site[2], site[0], site[1], site[3] = parallel_tasks.REPROBE + 1, 10**9, 5, 1
-    assert call()[0] and site[0] < 10**9
-    site[2], site[0], site[1], site[3] = parallel_tasks.REPROBE + 1, 2, 1, 1
-    assert call()[0] and site[0] == 2
-    site[2], site[0], site[1], site[3] = parallel_tasks.REPROBE + 1, 1, 10**9, 0
-    assert not call()[0] and 1 < site[1] < 10**9
+    # Calls 0-1 in parallel (the caller runs block 0), 2-3 on the calling thread alone;
+    # each measures its way.
+    assert not way(0, 0, 0) and site[1] > 0 and site[0] == 0
+    assert not way(1, 0, 10**9) and 0 < site[1] < 10**9  # the pair's faster time
+    assert way(2, 0, 1000) and site[0] > 0
+    assert way(3, 10**9, 1000) and 0 < site[0] < 10**9
+    # Then sequential only if under 7/10 of the parallel time, and never for a loop whose
+    # parallel run took PARALLEL_ALWAYS_NS or more.
+    assert way(5, 69, 100) and site[0] != 69  # the way taken updates its time
+    assert not way(5, 70, 100) and site[1] != 100
+    big = parallel_tasks.PARALLEL_ALWAYS_NS
+    assert way(5, 10, big - 1) and not way(5, 10, big) and not way(3, 10, big)
+    # Every REPROBE calls a pair the other way: the second goes the first one's way
+    # (field 3), whatever the times say now, keeping the faster of the pair's times.
+    r = parallel_tasks.REPROBE
+    assert way(3 * r, 10**9, 1000) and way(3 * r + 1, 10**9, 1000, last=1)
+    assert 0 < site[0] < 10**9 and not way(3 * r + 2, 10**9, 1000)
+    assert way(r + 1, 2, 1, last=1) and site[0] == 2
+    assert not way(r + 1, 1, 10**9, last=0) and 1 < site[1] < 10**9
+    assert not way(r, 1, 1000) and way(r + 2, 1, 1000)

@@ -232,6 +232,11 @@ _SITE = "!llvm.array<4 x i64>"
 SITE_PREFIX = "xlamlir_parallel_site_"
 # Every REPROBE calls a site measures again the way it did not choose.
 REPROBE = 64
+# A site runs sequentially only if that took under SEQUENTIAL_SHARE of its parallel time,
+# and never once a parallel run took PARALLEL_ALWAYS_NS or more (waking a worker cost at
+# most ~100 us here): a one-off slow sample must not make a large loop run on one core.
+SEQUENTIAL_SHARE = (7, 10)
+PARALLEL_ALWAYS_NS = 250_000
 # The caller waits for a worker's block yielding its CPU (the CPU stays awake) up to this
 # many times, then sleeps on the block's token.
 SPIN_YIELDS = 256
@@ -365,8 +370,9 @@ def _store_elapsed(since: str, at: int) -> str:
 # 99 us on two). So each call site times its runs and takes the faster way. Calls 0-1
 # run in parallel, 2-3 sequentially, each pair keeping its faster time (the first call of
 # a pair may find the worker asleep, the second finds it awake, as calls in a row do);
-# then the faster way, its time updated by every call, and every REPROBE calls a pair
-# the other way (both calls of a pair the same way). The caller waits for a worker's
+# then the faster way (sequential only if clearly faster and the loop is small: see
+# SEQUENTIAL_SHARE), its time updated by every call, and every REPROBE calls a pair the
+# other way (both calls of a pair the same way). The caller waits for a worker's
 # block yielding its CPU (awake, and free for a worker stacked on it) before it sleeps
 # on the token. Results never depend on the way taken: iterations are independent.
 if _LIBC:
@@ -383,6 +389,7 @@ if _LIBC:
   llvm.store %calls1, %callp atomic monotonic {{alignment = 8 : i64}} : i64, !llvm.ptr
   %seq = llvm.load %seqp atomic monotonic {{alignment = 8 : i64}} : !llvm.ptr -> i64
   %par = llvm.load %parp atomic monotonic {{alignment = 8 : i64}} : !llvm.ptr -> i64
+  %yes = llvm.mlir.constant(true) : i1
   %period = llvm.mlir.constant({REPROBE - 1} : i64) : i64
   %phase = llvm.and %calls, %period : i64
   %two = llvm.mlir.constant(2 : i64) : i64
@@ -391,15 +398,23 @@ if _LIBC:
   %starting = llvm.icmp "ult" %calls, %four : i64
   %pair_one = llvm.icmp "ult" %calls, %two : i64
   %probing = llvm.icmp "ult" %phase, %two : i64
-  %seq_faster = llvm.icmp "ule" %seq, %par : i64
+  %share_num = llvm.mlir.constant({SEQUENTIAL_SHARE[0]} : i64) : i64
+  %share_den = llvm.mlir.constant({SEQUENTIAL_SHARE[1]} : i64) : i64
+  %seq_scaled = llvm.mul %seq, %share_den : i64
+  %par_scaled = llvm.mul %par, %share_num : i64
+  %seq_faster = llvm.icmp "ult" %seq_scaled, %par_scaled : i64
   %choice = llvm.xor %seq_faster, %probing : i1
+  %always = llvm.mlir.constant({PARALLEL_ALWAYS_NS} : i64) : i64
+  %large = llvm.icmp "uge" %par, %always : i64
   %at_one = llvm.icmp "eq" %phase, %one : i64
   %lastp = llvm.getelementptr %site[0, 3] : (!llvm.ptr) -> !llvm.ptr, {_SITE}
   %last = llvm.load %lastp atomic monotonic {{alignment = 8 : i64}} : !llvm.ptr -> i64
   %last_seq = llvm.icmp "ne" %last, %zero : i64
   %later = llvm.select %at_one, %last_seq, %choice : i1, i1
   %first_pair = llvm.xor %pair_one, %starting : i1
-  %use_seq = llvm.select %starting, %first_pair, %later : i1, i1
+  %seq_wanted = llvm.select %starting, %first_pair, %later : i1, i1
+  %small = llvm.xor %large, %yes : i1
+  %use_seq = llvm.and %seq_wanted, %small : i1
   %way = llvm.zext %use_seq : i1 to i64
   llvm.store %way, %lastp atomic monotonic {{alignment = 8 : i64}} : i64, !llvm.ptr
   %at_three = llvm.icmp "eq" %phase, %three : i64
