@@ -17,9 +17,13 @@ from xlamlir.lowering.pipeline import ELIDED, readable_stage_text
 F32 = xm.F32
 
 
-def softmax() -> xm.XlaComputation:
+def softmax(n: int = 128, shifted: bool = False) -> xm.XlaComputation:
+    """A row softmax of f32[8, n]; `shifted`: of the parameter plus an [8, n] constant
+    (printed as a hex blob, elided in the stages between the first and the last)."""
     b = xm.XlaBuilder("softmax")
-    x = b.parameter(0, xm.Shape.array(F32, (8, 128)))
+    x = b.parameter(0, xm.Shape.array(F32, (8, n)))
+    if shifted:
+        x = b.add(x, b.constant(np.arange(8 * n, dtype=np.float32).reshape(8, n)))
     m = b.reduce(x, b.constant(np.float32(-np.inf)), lambda p, q: p.builder.max(p, q), [1])
     e = b.exp(b.sub(x, m, broadcast_dimensions=(0,)))
     s = b.reduce(e, b.constant(np.float32(0)), lambda p, q: p + q, [1])

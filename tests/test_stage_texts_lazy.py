@@ -14,6 +14,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from mlir import ir
+from test_stage_text import softmax
 
 import xlamlir as xm
 from xlamlir.dialect.context import reused_context
@@ -43,15 +44,8 @@ def printed() -> Iterator[list[int]]:
         stage_texts.Snapshot.text = original  # type: ignore[method-assign]
 
 
-def _softmax_with_constant(n: int = 64) -> xm.XlaComputation:
-    b = xm.XlaBuilder("lazy_softmax")
-    x = b.parameter(0, xm.Shape.array(F32, (8, n)))
-    x = b.add(x, b.constant(np.arange(8 * n, dtype=np.float32).reshape(8, n)))  # elided between
-    m = b.reduce(x, b.constant(np.float32(-np.inf)), lambda p, q: p.builder.max(p, q), [1])
-    e = b.exp(b.sub(x, m, broadcast_dimensions=(0,)))
-    s = b.reduce(e, b.constant(np.float32(0)), lambda p, q: p + q, [1])
-    b.div(e, s, broadcast_dimensions=(0,))
-    return b.build()
+def _softmax_with_constant() -> xm.XlaComputation:
+    return softmax(64, shifted=True)
 
 
 def _sort_bf16() -> xm.XlaComputation:
