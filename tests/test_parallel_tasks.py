@@ -362,6 +362,9 @@ def test_each_site_times_both_ways_then_takes_the_faster() -> None:
     assert not way(5, 70, 100) and site[1] != 100
     big = parallel_tasks.PARALLEL_ALWAYS_NS
     assert way(5, 10, big - 1) and not way(5, 10, big) and not way(3, 10, big)
+    # A sequential time never measured (a large loop's) is not a faster one; the next
+    # pair the other way measures it.
+    assert not way(5, 0, 1000) and way(2 * parallel_tasks.REPROBE, 0, 1000)
     # Every REPROBE calls a pair the other way: the second goes the first one's way
     # (field 3), whatever the times say now, keeping the faster of the pair's times.
     r = parallel_tasks.REPROBE

@@ -402,7 +402,9 @@ if _LIBC:
   %share_den = llvm.mlir.constant({SEQUENTIAL_SHARE[1]} : i64) : i64
   %seq_scaled = llvm.mul %seq, %share_den : i64
   %par_scaled = llvm.mul %par, %share_num : i64
-  %seq_faster = llvm.icmp "ult" %seq_scaled, %par_scaled : i64
+  %under = llvm.icmp "ult" %seq_scaled, %par_scaled : i64
+  %seq_known = llvm.icmp "ne" %seq, %zero : i64
+  %seq_faster = llvm.and %under, %seq_known : i1
   %choice = llvm.xor %seq_faster, %probing : i1
   %always = llvm.mlir.constant({PARALLEL_ALWAYS_NS} : i64) : i64
   %large = llvm.icmp "uge" %par, %always : i64
