@@ -40,7 +40,7 @@ from .passes.row_fusion import fuse_rows
 from .passes.row_softmax import rows_softmax
 from .passes.schedules import schedule_contractions
 from .passes.soft_float import expand_narrow_floats, expand_small_floats
-from .passes.vectorize import schedule_vectorize, super_vectorize
+from .passes.vectorize import hoist_vector_accumulators, schedule_vectorize, super_vectorize
 from .reproducer import write_reproducer
 from .stage_texts import Snapshot, StageTexts, pending, shown_as
 
@@ -127,6 +127,7 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         # No affine-loop-fusion: it moved a fill's loop after the copy into the filled buffer
         # (pad then any consumer gave zeros); linalg-level fusion already ran in "fused".
         super_vectorize,  # 16-lane f32 vectors, where the layouts allow
+        hoist_vector_accumulators,  # a loop's accumulator in a register, not in memory
         "canonicalize",
     ]),
     ("loops", [

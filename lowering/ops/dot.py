@@ -32,7 +32,7 @@ from ...dialect.shape import Shape
 from ..patterns.framework import OpView, lowers, signless_type
 from ..scalar import conversion
 from ..scalar.arithmetic import Elem
-from . import dot_lanes
+from . import dot_lanes, few_rows
 from .elementwise import generic
 
 P = PrimitiveType
@@ -154,6 +154,8 @@ def lower_dot_general(v: OpView) -> ir.Value:
         matrix_value, vector_value = (lhs, rhs) if vector == "rhs" else (rhs, lhs)
         result = dot_lanes.lane_dot(matrix_value, vector_value, len(d.lhs_batch_dimensions), _zero(acc),
                                     multiply_add(acc), add, vector_first=vector == "lhs")
+    elif named in (linalg.matmul, linalg.vecmat) and few_rows.applies(lhs, rhs):
+        result = few_rows.few_rows(lhs, rhs)
     elif named is not None:
         result = named(lhs, rhs, outs=[init])
     else:

@@ -17,6 +17,7 @@ from mlir import ir
 from mlir.dialects.transform import interpreter
 from mlir.passmanager import PassManager
 
+from ...dialect.context import context_cache
 from .generic_attrs import iterator_kinds
 
 VECTOR_SIZE = 16  # f32 lanes: one AVX-512 register, two AVX2 ones (LLVM splits them)
@@ -76,6 +77,33 @@ def super_vectorize(op: Any, pass_: Any) -> None:
         if func_op.operation.name != "func.func" or _has_strided_access(func_op.operation):
             continue
         PassManager.parse(pipeline, context=op.context).run(func_op.operation)
+
+
+_HOIST_SCRIPT = """module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %f = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+    transform.structured.hoist_redundant_vector_transfers %f {verify_non_zero_trip}
+      : (!transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+}"""
+_HOIST_KEY = "vectorize.hoist_script"
+
+
+def hoist_vector_accumulators(op: Any, pass_: Any) -> None:
+    """A vector read and written back at the same place in every trip of a loop (an
+    accumulator: the vectorized vecmat y[n] += x[k] W[k, n] over k) is read before the
+    loop and written after it, so it stays in a register: each trip had waited on the
+    store of the one before (x f32[512] times W f32[512,512]: 50 -> 22 us). Upstream's
+    hoisting, which moves a pair only if nothing else in the loop touches its memory;
+    the same operations in the same order: the same bits."""
+    cache = context_cache(op.context)
+    script = cache.get(_HOIST_KEY) if cache is not None else None
+    if script is None:
+        script = ir.Module.parse(_HOIST_SCRIPT, op.context)
+        if cache is not None:
+            cache[_HOIST_KEY] = script
+    interpreter.apply_named_sequence(op, script.body.operations[0], script)
 
 
 # ---------------------------------------------------------------- linalg-level schedules
