@@ -22,7 +22,7 @@ from mlir.dialects import arith, scf, tensor, vector
 
 from .indexing import index_const
 
-MAX_ROWS = 4  # more rows: the matmul schedule (its packing pays from there: 4 rows ran even)
+MAX_ROWS = 4  # more rows: the matmul schedule, as before (this kernel measured up to 4)
 ACCUMULATORS = 8  # vector accumulators of a group: independent FMA chains
 VECTOR_BITS = 512
 # lowering/passes/schedules.py's MIN_FLOPS (a test checks they agree): the products the
