@@ -426,6 +426,8 @@ class Generator(StructuredOps, NarrowOps):
                         f"iota {dims} {k}")
 
     def g_dot(self) -> Value:
+        if self.src.chance(0.3):
+            return self.few_rows_product()
         x = self.pick(lambda v: 1 <= v.op.shape.rank <= 3 and v.dtype != BOOL)
         if x is None:
             x = self.new_input(self.src.choice(FLOATS + [np.dtype(np.int32)]), self.dims(2))
@@ -451,6 +453,22 @@ class Generator(StructuredOps, NarrowOps):
         if x.dtype.kind in "iu" and bound >= min(np.iinfo(x.dtype).max, 2**31):
             bound = INF
         return self.add(op, bound, x.exact and y.exact, f"dot_general {dn}")
+
+    def few_rows_product(self) -> Value:
+        """A vector or 1-4 rows times a matrix of whole vectors of columns (16, 32, 48):
+        lowering/ops/few_rows.py for f32/f64."""
+        x = self.pick(lambda v: v.op.shape.rank in (1, 2) and v.dtype in FLOATS
+                      and (v.op.shape.rank == 1 or 1 <= v.dims[0] <= 4) and v.dims[-1] >= 1)
+        if x is None:
+            dtype = self.src.choice(FLOATS)
+            dims = [self.src.integer(1, 6)] if self.src.chance(0.5) else \
+                [self.src.integer(1, 4), self.src.integer(1, 6)]
+            x = self.new_input(dtype, dims)
+        k = x.dims[-1]
+        y = self.new_input(x.dtype, [k, 16 * self.src.integer(1, 3)])
+        dn = xm.DotDimensionNumbers([x.op.shape.rank - 1], [0])
+        op = self.b.dot_general(x.op, y.op, dn)
+        return self.add(op, x.bound * y.bound * k, x.exact and y.exact, f"few rows dot {dn}")
 
     def g_reduce(self) -> Value:
         x = self.pick(lambda v: v.op.shape.rank >= 1)
