@@ -350,26 +350,33 @@ def test_each_site_times_both_ways_then_takes_the_faster() -> None:
     if not two_ways:
         way(0, 0, 0)
         return
-    # Calls 0-1 in parallel (the caller runs block 0), 2-3 on the calling thread alone;
-    # each measures its way.
+    # Calls 0-2 in parallel (the caller runs block 0), 3-5 on the calling thread alone;
+    # each measures its way, a run keeping its fastest time.
+    run = parallel_tasks.PROBE_CALLS
+    big = parallel_tasks.SEQUENTIAL_MAX_NS
+    slow = big - 1  # a sequential time any real one beats, short of the bound
     assert not way(0, 0, 0) and site[1] > 0 and site[0] == 0
-    assert not way(1, 0, 10**9) and 0 < site[1] < 10**9  # the pair's faster time
-    assert way(2, 0, 1000) and site[0] > 0
-    assert way(3, 10**9, 1000) and 0 < site[0] < 10**9
+    for k in range(1, run):
+        assert not way(k, 0, 10**9) and 0 < site[1] < 10**9
+    assert way(run, 0, 1000) and site[0] > 0
+    for k in range(run + 1, 2 * run):
+        assert way(k, slow, 1000) and 0 < site[0] < slow
     # Then sequential only if under 7/10 of the parallel time, and never for a loop whose
-    # parallel run took PARALLEL_ALWAYS_NS or more.
-    assert way(5, 69, 100) and site[0] != 69  # the way taken updates its time
-    assert not way(5, 70, 100) and site[1] != 100
-    big = parallel_tasks.PARALLEL_ALWAYS_NS
-    assert way(5, 10, big - 1) and not way(5, 10, big) and not way(3, 10, big)
-    # A sequential time never measured (a large loop's) is not a faster one; the next
-    # pair the other way measures it.
-    assert not way(5, 0, 1000) and way(2 * parallel_tasks.REPROBE, 0, 1000)
-    # Every REPROBE calls a pair the other way: the second goes the first one's way
-    # (field 3), whatever the times say now, keeping the faster of the pair's times.
+    # sequential run took SEQUENTIAL_MAX_NS or more (then not even in a probing run).
+    after = 2 * run + 1
+    assert way(after, 69, 100) and site[0] != 69  # the way taken updates its time
+    assert not way(after, 70, 100) and site[1] != 100
+    assert way(after, slow, 10**9) and not way(after, big, 10**9) and not way(run + 1, big, 10**9)
+    # A sequential time never measured is not a faster one; the next run the other way
+    # measures it.
+    assert not way(after, 0, 1000) and way(2 * parallel_tasks.REPROBE, 0, 1000)
+    # Every REPROBE calls a run the other way: its later calls go its first one's way
+    # (field 3), whatever the times say now, keeping the fastest of the run's times.
     r = parallel_tasks.REPROBE
-    assert way(3 * r, 10**9, 1000) and way(3 * r + 1, 10**9, 1000, last=1)
-    assert 0 < site[0] < 10**9 and not way(3 * r + 2, 10**9, 1000)
+    assert way(3 * r, slow, 1000)
+    for k in range(1, run):
+        assert way(3 * r + k, slow, 1000, last=1)
+    assert 0 < site[0] < slow and not way(3 * r + run, slow, 1000)
     assert way(r + 1, 2, 1, last=1) and site[0] == 2
-    assert not way(r + 1, 1, 10**9, last=0) and 1 < site[1] < 10**9
-    assert not way(r, 1, 1000) and way(r + 2, 1, 1000)
+    assert not way(r + run - 1, 1, 10**9, last=0) and 1 < site[1] < 10**9
+    assert not way(r, 1, 1000) and way(r + run, 1, 1000)

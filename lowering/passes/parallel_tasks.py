@@ -230,13 +230,19 @@ _RECORD = "!llvm.struct<(ptr, i64, ptr, i64)>"
 # whether the last call ran sequentially.
 _SITE = "!llvm.array<4 x i64>"
 SITE_PREFIX = "xlamlir_parallel_site_"
-# Every REPROBE calls a site measures again the way it did not choose.
+# Every REPROBE calls a site measures again the way it did not choose, for PROBE_CALLS
+# calls in a row (the first finds the caches as the other way left them: W's halves in
+# both cores' L2 after parallel runs cost a sequential run 3-5x its time), keeping the
+# fastest.
 REPROBE = 64
+PROBE_CALLS = 3
 # A site runs sequentially only if that took under SEQUENTIAL_SHARE of its parallel time,
-# and never once a parallel run took PARALLEL_ALWAYS_NS or more (waking a worker cost at
-# most ~100 us here): a one-off slow sample must not make a large loop run on one core.
+# and never once a sequential run took SEQUENTIAL_MAX_NS or more (a loop that long runs
+# faster on two cores whatever waking a worker costs): slow samples of the parallel way
+# must not put a large loop on one core. (A bound on the parallel time instead kept small
+# loops parallel for good: on this VM waking the worker alone took up to 340 us.)
 SEQUENTIAL_SHARE = (7, 10)
-PARALLEL_ALWAYS_NS = 250_000
+SEQUENTIAL_MAX_NS = 1_000_000
 # The caller waits for a worker's block yielding its CPU (the CPU stays awake) up to this
 # many times, then sleeps on the block's token.
 SPIN_YIELDS = 256
@@ -354,7 +360,7 @@ def _now(name: str) -> str:
 
 def _store_elapsed(since: str, at: int) -> str:
     """The ns since `%since` (at least 1: 0 means unmeasured) into the site's field `at`;
-    the smaller of it and the field's value on the second call of a pair (`%second`)."""
+    the smaller of it and the field's value on a later call of a run (`%second`)."""
     return f"""{_now(f"end{at}")}
   %elapsed{at} = llvm.sub %end{at}, %{since} : i64
   %sample{at} = llvm.intr.umax(%elapsed{at}, %one) : (i64, i64) -> i64
@@ -367,12 +373,12 @@ def _store_elapsed(since: str, at: int) -> str:
 
 # A parallel loop costs waking a worker and, at its end, the caller: on a KVM guest with
 # idle vCPUs each wake-up took tens of us (a row sum of f32[512,512]: 15 us on one core,
-# 99 us on two). So each call site times its runs and takes the faster way. Calls 0-1
-# run in parallel, 2-3 sequentially, each pair keeping its faster time (the first call of
-# a pair may find the worker asleep, the second finds it awake, as calls in a row do);
+# 99 us on two). So each call site times its runs and takes the faster way. Calls 0-2
+# run in parallel, 3-5 sequentially, each run of PROBE_CALLS keeping its fastest time (the
+# first call of a run may find the worker asleep, or the data in the other core's cache);
 # then the faster way (sequential only if clearly faster and the loop is small: see
-# SEQUENTIAL_SHARE), its time updated by every call, and every REPROBE calls a pair the
-# other way (both calls of a pair the same way). The caller waits for a worker's
+# SEQUENTIAL_SHARE), its time updated by every call, and every REPROBE calls a run the
+# other way (all calls of a run the same way). The caller waits for a worker's
 # block yielding its CPU (awake, and free for a worker stacked on it) before it sleeps
 # on the token. Results never depend on the way taken: iterations are independent.
 if _LIBC:
@@ -392,12 +398,11 @@ if _LIBC:
   %yes = llvm.mlir.constant(true) : i1
   %period = llvm.mlir.constant({REPROBE - 1} : i64) : i64
   %phase = llvm.and %calls, %period : i64
-  %two = llvm.mlir.constant(2 : i64) : i64
-  %three = llvm.mlir.constant(3 : i64) : i64
-  %four = llvm.mlir.constant(4 : i64) : i64
-  %starting = llvm.icmp "ult" %calls, %four : i64
-  %pair_one = llvm.icmp "ult" %calls, %two : i64
-  %probing = llvm.icmp "ult" %phase, %two : i64
+  %run = llvm.mlir.constant({PROBE_CALLS} : i64) : i64
+  %two_runs = llvm.mlir.constant({2 * PROBE_CALLS} : i64) : i64
+  %starting = llvm.icmp "ult" %calls, %two_runs : i64
+  %first_run = llvm.icmp "ult" %calls, %run : i64
+  %probing = llvm.icmp "ult" %phase, %run : i64
   %share_num = llvm.mlir.constant({SEQUENTIAL_SHARE[0]} : i64) : i64
   %share_den = llvm.mlir.constant({SEQUENTIAL_SHARE[1]} : i64) : i64
   %seq_scaled = llvm.mul %seq, %share_den : i64
@@ -406,22 +411,24 @@ if _LIBC:
   %seq_known = llvm.icmp "ne" %seq, %zero : i64
   %seq_faster = llvm.and %under, %seq_known : i1
   %choice = llvm.xor %seq_faster, %probing : i1
-  %always = llvm.mlir.constant({PARALLEL_ALWAYS_NS} : i64) : i64
-  %large = llvm.icmp "uge" %par, %always : i64
-  %at_one = llvm.icmp "eq" %phase, %one : i64
+  %longest = llvm.mlir.constant({SEQUENTIAL_MAX_NS} : i64) : i64
+  %large = llvm.icmp "uge" %seq, %longest : i64
+  %at_zero = llvm.icmp "eq" %phase, %zero : i64
+  %not_zero = llvm.xor %at_zero, %yes : i1
+  %in_run = llvm.and %probing, %not_zero : i1
   %lastp = llvm.getelementptr %site[0, 3] : (!llvm.ptr) -> !llvm.ptr, {_SITE}
   %last = llvm.load %lastp atomic monotonic {{alignment = 8 : i64}} : !llvm.ptr -> i64
   %last_seq = llvm.icmp "ne" %last, %zero : i64
-  %later = llvm.select %at_one, %last_seq, %choice : i1, i1
-  %first_pair = llvm.xor %pair_one, %starting : i1
-  %seq_wanted = llvm.select %starting, %first_pair, %later : i1, i1
+  %later = llvm.select %in_run, %last_seq, %choice : i1, i1
+  %second_way = llvm.xor %first_run, %starting : i1
+  %seq_wanted = llvm.select %starting, %second_way, %later : i1, i1
   %small = llvm.xor %large, %yes : i1
   %use_seq = llvm.and %seq_wanted, %small : i1
   %way = llvm.zext %use_seq : i1 to i64
   llvm.store %way, %lastp atomic monotonic {{alignment = 8 : i64}} : i64, !llvm.ptr
-  %at_three = llvm.icmp "eq" %phase, %three : i64
-  %second_start = llvm.and %starting, %at_three : i1
-  %second = llvm.or %at_one, %second_start : i1{_now("start")}
+  %past_run = llvm.icmp "ugt" %phase, %run : i64
+  %in_second_run = llvm.and %starting, %past_run : i1
+  %second = llvm.or %in_run, %in_second_run : i1{_now("start")}
   llvm.cond_br %use_seq, ^timed, ^parallel
 ^timed:
   llvm.call %fn(%ctx, %zero, %total) : {_BODY}{_store_elapsed("start", 0)}
