@@ -241,7 +241,7 @@ PROBE_CALLS = 3
 # faster on two cores whatever waking a worker costs): slow samples of the parallel way
 # must not put a large loop on one core. (A bound on the parallel time instead kept small
 # loops parallel for good: on this VM waking the worker alone took up to 340 us.)
-SEQUENTIAL_SHARE = (7, 10)
+SEQUENTIAL_SHARE = (1, 2)
 SEQUENTIAL_MAX_NS = 1_000_000
 # The caller waits for a worker's block yielding its CPU (the CPU stays awake) up to this
 # many times, then sleeps on the block's token.
