@@ -91,6 +91,19 @@ def context_cache(context: ir.Context) -> dict[Any, Any] | None:
     return state[3] if state is not None and state[0] is context else None
 
 
+def parsed_once(context: ir.Context, text: str) -> ir.Module:
+    """The module of `text` parsed in `context`, once per reusable context (kept in its
+    `context_cache`): for fixed texts a pass clones or applies in every compile."""
+    cache = context_cache(context)
+    key = ("parsed module", text)
+    module = cache.get(key) if cache is not None else None
+    if module is None:
+        module = ir.Module.parse(text, context)
+        if cache is not None:
+            cache[key] = module
+    return module
+
+
 def charge_context(context: ir.Context, text_chars: int) -> None:
     """Count `text_chars` more of module text against `context` if it is this thread's
     reusable one (for modules whose size is known only once built)."""

@@ -27,7 +27,7 @@ from typing import Any
 
 from mlir import ir
 
-from ...dialect.context import context_cache
+from ...dialect.context import parsed_once
 
 ALLOC = "_mlir_memref_to_llvm_alloc"
 FREE = "_mlir_memref_to_llvm_free"
@@ -40,7 +40,6 @@ MIN_BYTES = 1 << 17  # glibc's initial mmap threshold: smaller blocks come from 
 # this of its peak while its executable lives); a block that would pass it is freed.
 PARKED_LIMIT = 256 << 20
 HEADER = 16  # keeps malloc's 16-byte alignment; alignment beyond it is the caller's
-_PARSED_KEY = "block_cache.functions"
 
 _SLOT = (f"  %base = llvm.mlir.addressof @{BLOCKS} : !llvm.ptr\n"
          f"  %slot = llvm.getelementptr %base[0, %i] : (!llvm.ptr, i64) -> !llvm.ptr, "
@@ -171,13 +170,7 @@ def _symbol(op: Any) -> str | None:
 
 def _parsed(context: ir.Context) -> ir.Module:
     """_FUNCTIONS parsed, once per reused context."""
-    cache = context_cache(context)
-    if cache is not None and _PARSED_KEY in cache:
-        return cache[_PARSED_KEY]
-    parsed = ir.Module.parse(_FUNCTIONS, context)
-    if cache is not None:
-        cache[_PARSED_KEY] = parsed
-    return parsed
+    return parsed_once(context, _FUNCTIONS)
 
 
 def cache_blocks(module_op: Any, pass_: Any) -> None:

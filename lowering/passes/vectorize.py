@@ -17,7 +17,7 @@ from mlir import ir
 from mlir.dialects.transform import interpreter
 from mlir.passmanager import PassManager
 
-from ...dialect.context import context_cache
+from ...dialect.context import parsed_once
 from .generic_attrs import iterator_kinds
 
 VECTOR_SIZE = 16  # f32 lanes: one AVX-512 register, two AVX2 ones (LLVM splits them)
@@ -87,7 +87,6 @@ _HOIST_SCRIPT = """module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }"""
-_HOIST_KEY = "vectorize.hoist_script"
 
 
 def hoist_vector_accumulators(op: Any, pass_: Any) -> None:
@@ -97,12 +96,7 @@ def hoist_vector_accumulators(op: Any, pass_: Any) -> None:
     store of the one before (x f32[512] times W f32[512,512]: 50 -> 22 us). Upstream's
     hoisting, which moves a pair only if nothing else in the loop touches its memory;
     the same operations in the same order: the same bits."""
-    cache = context_cache(op.context)
-    script = cache.get(_HOIST_KEY) if cache is not None else None
-    if script is None:
-        script = ir.Module.parse(_HOIST_SCRIPT, op.context)
-        if cache is not None:
-            cache[_HOIST_KEY] = script
+    script = parsed_once(op.context, _HOIST_SCRIPT)
     interpreter.apply_named_sequence(op, script.body.operations[0], script)
 
 
