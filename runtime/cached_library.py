@@ -117,15 +117,17 @@ def _compile_memref_copy(work: str) -> bool:
     return True
 
 
-def link_library(object_path: str, runtime_symbols: Sequence[str], work: str) -> bytes:
-    """The shared library of the JIT's object file at `object_path`, with a stub per name
-    in `runtime_symbols` (the custom-call symbols bound at JIT time). `work` is a
-    scratch directory. Raises CompileError if a tool is missing or fails."""
+def link_library(object_paths: Sequence[str], runtime_symbols: Sequence[str], work: str) -> bytes:
+    """The shared library of the JIT's object files (one per engine: runtime/split_jit.py),
+    with a stub per name in `runtime_symbols` (the custom-call symbols bound at JIT
+    time). `work` is a scratch directory. Raises CompileError if a tool is missing or
+    fails."""
     ld = linker()
     if ld is None:
         raise CompileError("disk cache: no linker (ld or ld.lld) on PATH", "disk_cache")
-    inputs = [object_path]
-    if b"\0memrefCopy\0" in Path(object_path).read_bytes() and _compile_memref_copy(work):
+    inputs = list(object_paths)
+    if (any(b"\0memrefCopy\0" in Path(p).read_bytes() for p in object_paths)
+            and _compile_memref_copy(work)):
         inputs.append("memref_copy.o")
     if runtime_symbols:
         bad = [s for s in runtime_symbols if not _RUNTIME_SYMBOL.match(s)]
@@ -182,6 +184,10 @@ class LoadedLibrary:
             raise CompileError(f"disk cache: the cached library has no stub for {name!r}",
                                "disk_cache")
         ctypes.c_void_p.from_address(slot).value = ctypes.cast(callback, ctypes.c_void_p).value
+
+    def data_address(self, symbol: str) -> int:
+        """The address of the data symbol `symbol` (its full name), 0 if none."""
+        return self._address(symbol)
 
     def dump_to_object_file(self, path: str) -> None:
         """Write the library (an ELF file with the JIT's machine code), if it was kept."""

@@ -19,7 +19,6 @@ import time
 from typing import Any
 
 from mlir import ir
-from mlir.execution_engine import ExecutionEngine
 
 from ..dialect.context import reused_context
 from ..dialect.errors import CompileError, ShapeError
@@ -28,7 +27,7 @@ from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
 from ..lowering.passes.parallel_tasks import defines_shared_functions
 from ..lowering.patterns.boundary import DYNAMIC_STRIDES_ATTR, entry_result_shape, result_leaf_shapes
 from ..lowering.pipeline import Pipeline
-from . import disk_cache, fork_safety, parallel_runtime
+from . import disk_cache, fork_safety, parallel_runtime, split_jit
 from .custom_calls import bind_custom_calls
 from .executable import Executable
 from .inspection import compile_stats, dump_compilation
@@ -237,24 +236,35 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
                 module, _may_hold_f16(stages, pipeline, module), symbols) else []
             # XLAMLIR_KEEP_OBJECT=1 keeps the machine code for `exe.write_object(path)`
             # (to disassemble: which instructions a target_cpu really gets); the disk
-            # cache stores it.
-            engine = ExecutionEngine(module, opt_level=JIT_OPT_LEVEL, shared_libs=libraries,
-                                     enable_object_dump=keep_object or bool(entry and entry.key))
-        except Exception as e:  # noqa: BLE001 - the binding raises RuntimeError
-            detail = "\n".join(diagnostics) or str(e)
+            # cache stores it. The parallel loops' bodies may compile in a second
+            # engine at once (runtime/split_jit.py); not when the object file is kept.
+            jit = split_jit.start(module, JIT_OPT_LEVEL, libraries,
+                                  keep_object or bool(entry and entry.key),
+                                  allow_split=not keep_object)
+        except Exception as e:  # noqa: BLE001 - JitError, or the binding's RuntimeError
+            detail = "\n".join([*diagnostics, *getattr(e, "diagnostics", [])]) or str(e)
             raise CompileError(f"JIT compilation failed (the 'llvm' stage must leave only the LLVM "
                                f"dialect):\n{detail}", "jit", detail) from None
         finally:
             handler.detach()
     jitted = time.perf_counter()
-    callbacks, feeds = _bind_runtime(engine, custom_records, num_replicas)
-    if shared_parallel:
-        engine.register_runtime(parallel_runtime.SYMBOL, parallel_runtime.process_dispatcher(JIT_OPT_LEVEL))
+    try:
+        callbacks, feeds = _bind_runtime(jit.main, custom_records, num_replicas)
+        if shared_parallel:
+            jit.main.register_runtime(parallel_runtime.SYMBOL,
+                                      parallel_runtime.process_dispatcher(JIT_OPT_LEVEL))
+    except BaseException:
+        jit.fail("not compiled: binding the runtime failed")
+        raise
     bound = time.perf_counter()
     # The JIT generates the machine code lazily, at the first lookup (once the custom
     # calls' symbols are registered): do it here, so that `jit_s` counts it (about half
     # of the JIT's time); the Executable's own lookup then finds it ready.
-    engine.raw_lookup("_mlir_ciface_main")
+    try:
+        engine = jit.finish("_mlir_ciface_main")
+    except split_jit.JitError as e:
+        detail = "\n".join(e.diagnostics) or str(e)
+        raise CompileError(f"JIT compilation failed: {e}\n{detail}", "jit", detail) from None
     generated = time.perf_counter()
     stats = compile_stats(parsed - started, timings, (jitted - lowered) + (generated - bound),
                           generated - started)

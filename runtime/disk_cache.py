@@ -47,12 +47,13 @@ from ..dialect.shape import Shape
 from ..lowering.stage_texts import StageTexts
 from . import cache_writer
 from .cached_library import LoadedLibrary, link_library, linker, open_library
+from .split_jit import fill_slots, links_of, object_files
 
 ENV_DIR = "XLAMLIR_CACHE_DIR"
 ENV_MAX_MB = "XLAMLIR_CACHE_MAX_MB"
 DEFAULT_MAX_MB = 512
 #: Bumped whenever the entry layout or what an entry means changes.
-FORMAT = 2
+FORMAT = 3  # 3: "links" (a program in two objects, runtime/split_jit.py)
 SUFFIX = ".xlc"
 _OFF = frozenset({"", "0", "off", "false", "no", "none"})
 # Compiles asking for what only a real compile produces.
@@ -279,12 +280,17 @@ class Entry:
             parallel = meta["parallel"]
             if not isinstance(parallel, bool):
                 raise ValueError("'parallel' is not a bool")
+            links = meta["links"]
+            if not all(isinstance(pair, list) and len(pair) == 2
+                       and all(isinstance(s, str) for s in pair) for pair in links):
+                raise ValueError("'links' is not a list of symbol pairs")
         except Exception as e:  # noqa: BLE001 - whatever is wrong in the file, it is a miss
             self.reject(f"corrupt ({type(e).__name__}: {e})")
             return None
         try:
             library = open_library(image, [self.directory, None], prepare,
                                    keep_image=bool(os.environ.get("XLAMLIR_KEEP_OBJECT")))
+            fill_slots(library.data_address, links)
         except OSError as e:
             self.reject(f"cannot load its library ({e})")
             return None
@@ -309,6 +315,7 @@ class Entry:
                 "parameters": [str(s) for s in executable.parameter_shapes],
                 "result": str(executable.result_shape), "records": records,
                 "parallel": bool(executable.dispatches_parallel_loops),
+                "links": links_of(engine),
                 "stats": {k: stats[k] for k in ("parse_verify_s", "jit_s", "total_s") if k in stats}}
         shapes = [*executable.parameter_shapes, executable.result_shape]
         # Stages not printed yet stay bytecode (lowering/stage_texts.py).
@@ -331,11 +338,10 @@ class Entry:
             if any(Shape.parse(str(s)) != s for s in shapes):
                 raise ValueError("a shape does not survive its text form")
             with tempfile.TemporaryDirectory(prefix="xlamlir-cache-") as work:
-                obj = os.path.join(work, "jit.o")
-                engine.dump_to_object_file(obj)
-                if not os.path.exists(obj) or os.path.getsize(obj) == 0:
+                objects = object_files(engine, work)
+                if not all(os.path.exists(o) and os.path.getsize(o) for o in objects):
                     raise CompileError("the JIT kept no object file", "disk_cache")
-                image = link_library(obj, [r["symbol"] for r in meta["records"]], work)
+                image = link_library(objects, [r["symbol"] for r in meta["records"]], work)
             data = _encode({**meta, "library_size": len(image)}, image,
                            zlib.compress(stages.to_bytes(), 1))
             if len(data) > limit:

@@ -31,6 +31,7 @@ from differential_fuzzer_ops import CUSTOM_CALLS, StructuredOps
 from reference import evaluate
 
 import xlamlir as xm
+from xlamlir.runtime import split_jit as split_jit_module
 
 FLOATS = [np.dtype(np.float32), np.dtype(np.float64)]
 # Drawn less often. Not bf16: numpy gives it kind 'V', so every `kind == "f"` test here
@@ -620,9 +621,19 @@ def canonical_ties(values: np.ndarray, keys: np.ndarray, dim: int) -> np.ndarray
     return np.moveaxis(v, -1, dim)
 
 
-def check_case(case: Case) -> str | None:
-    """Compile and run `case`; None if it matches the reference interpreter, else why not."""
-    exe = xm.compile(case.computation)
+def check_case(case: Case, split_jit: bool = False) -> str | None:
+    """Compile and run `case`; None if it matches the reference interpreter, else why not.
+    `split_jit`: every parallel loop's body compiled by the second engine, however small
+    (runtime/split_jit.py: the program's machine code in two modules linked by slots)."""
+    if split_jit:
+        saved = split_jit_module.MIN_GAIN_OPS
+        split_jit_module.MIN_GAIN_OPS = 1
+        try:
+            exe = xm.compile(case.computation)
+        finally:
+            split_jit_module.MIN_GAIN_OPS = saved
+    else:
+        exe = xm.compile(case.computation)
     got = exe(*case.args)
     want = evaluate(case.computation, case.args, CUSTOM_CALLS)
     if len(case.roots) == 1:
