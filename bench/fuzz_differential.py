@@ -7,7 +7,10 @@ Generates, compiles and runs random valid computations from consecutive seeds un
 --cases or --seconds runs out, and prints the counts: cases tried, cases that matched,
 mismatches, and errors (an exception while building, compiling or running a valid
 program), each kind with the first seed that shows it. Replay one with
-`--seed SEED --cases 1 -v`.
+`--seed SEED --cases 1 -v`. Odd seeds compile with every parallel loop's body in the
+second JIT engine (runtime/split_jit.py), as the suite's run does. While it runs it
+prints a progress line every --progress seconds and names every case slower than
+--slow seconds (a run killed from outside still says how far it got).
 
     python bench/fuzz_differential.py --seconds 600
 """
@@ -58,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", default=None,
                         help="append each seed to this file before running it (a crash of the "
                              "process then names its seed; faulthandler prints the stack)")
+    parser.add_argument("--progress", type=float, default=60.0,
+                        help="print the counts this often, in seconds (0: only at the end)")
+    parser.add_argument("--slow", type=float, default=20.0,
+                        help="name every case that takes longer than this, in seconds")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print every case's ops (and the module of a failing one)")
     args = parser.parse_args(argv)
@@ -70,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.enable()
     log = open(args.log, "a", buffering=1) if args.log else None  # noqa: SIM115 - whole run
     start = time.perf_counter()
+    reported = start
     seed = args.seed
     while True:
         if args.cases is not None and counts["cases"] >= args.cases:
@@ -81,9 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         if log:
             log.write(f"{seed}\n")
         watchdog = _watchdog(seed, args.case_timeout, counts)
+        began = time.perf_counter()
         try:
             case = make_case(RandomSource(seed), args.ops)
-            problem = check_case(case)
+            problem = check_case(case, split_jit=seed % 2 == 1)
             kind = "mismatch" if problem else None
         except Exception as e:  # noqa: BLE001 - every escape is a finding
             problem = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
@@ -106,6 +115,13 @@ def main(argv: list[str] | None = None) -> int:
                     print(case.computation.as_mlir_text())
         else:
             counts["matched"] += 1
+        now = time.perf_counter()
+        if now - began > args.slow:
+            print(f"seed {seed}: {now - began:.0f} s", flush=True)
+        if args.progress and now - reported >= args.progress:
+            reported = now
+            print(f"... {counts['cases']} cases (seeds {args.seed}..{seed}) in {now - start:.0f} s, "
+                  f"{counts['failures']} failures", flush=True)
         seed += 1
     elapsed = time.perf_counter() - start
     print(f"fuzz_differential: {counts['cases']} cases (seeds {args.seed}..{seed - 1}) in "
