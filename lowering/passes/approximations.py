@@ -1,4 +1,4 @@
-"""Vectorizable f32 exp and tanh: `math.exp` / `math.tanh` rewritten into arith polynomials.
+"""Vectorizable f32 exp, tanh, log and log1p: the math ops rewritten into arith polynomials.
 
 LLVM has no vector exp/tanh: `convert-math-to-llvm` gives `llvm.intr.exp` on a vector,
 which the backend splits into one libm call per lane (~25 ns an element), and
@@ -12,6 +12,12 @@ of code with the Python bindings. Like XLA:CPU's own emitters:
   results in the subnormal range round once and overflow gives inf. ~1 ulp.
 - tanh: Eigen's (and XLA's) rational approximation on [-7.9, 7.9] with x itself
   for |x| < 0.0004; a few ulp.
+- log: x = m 2^k with m in [sqrt(1/2), sqrt(2)) read from the bits (subnormals scaled
+  by 2^23 first), Cephes' logf polynomial for log(m), k ln2 added in two parts. Within
+  1 ulp over every binade; log(+-0) = -inf, log(x < 0) = x86's default NaN (as libm's).
+  libm's logf took 2.2 ms for 1M f32 (numpy 0.78), the polynomial 0.31.
+- log1p: Goldberg's log(u) x / (u - 1) for u = 1 + x, x itself where u rounds to 1;
+  within 3 ulp (log1pf's 1.9 ms for 1M -> 0.38).
 
 NaN inputs give NaN, -0.0 gives -0.0, +-inf give the limits. Only f32 (scalar or
 vector) ops are rewritten: f64 keeps libm, f16/bf16 are computed in f32 already.
@@ -40,6 +46,15 @@ _TANH_ALPHA = (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-1
                4.89352455891786e-03)
 _TANH_BETA = (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
               4.89352518554385e-03)
+# Cephes logf: log(1 + f) ~ f - f^2/2 + f^3 P(f) on [sqrt(1/2) - 1, sqrt(2) - 1].
+_LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+          1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+          3.3333331174e-1)
+_SQRT_HALF = 0.707106781186547524
+_MIN_NORMAL = 1.17549435e-38
+_TWO_23 = 8388608.0
+math_inf = float("inf")
+_DEFAULT_NAN_BITS = -0x400000  # 0xFFC00000: x86's default NaN, what libm's logf(-1) gives
 _TANH_CLAMP = 7.90531110763549805
 _TANH_TINY = 0.0004
 _TANH_ONE = 9.1  # 1 - tanh(x) < 2^-25 from about 9.01 on
@@ -69,6 +84,9 @@ class _Emitter:
 
     def ci(self, value: int) -> ir.Value:
         return self._const(self.i, ir.IntegerAttr.get(self._i32, value))
+
+    def default_nan(self) -> ir.Value:
+        return arith.bitcast(self.f, self.ci(_DEFAULT_NAN_BITS))
 
     def fma(self, a: ir.Value, b: ir.Value, c: ir.Value) -> ir.Value:
         return math.fma(a, b, c)
@@ -116,7 +134,45 @@ def _tanh(e: _Emitter, x: ir.Value) -> ir.Value:
     return arith.select(tiny, x, ratio)  # tanh(x) == x in f32 there, -0.0 included
 
 
-_REWRITES = {"math.exp": _exp, "math.tanh": _tanh}
+def _log(e: _Emitter, x: ir.Value) -> ir.Value:
+    # Subnormals scaled into the normal range first (their exponent field reads 0).
+    small = arith.cmpf(arith.CmpFPredicate.OLT, x, e.c(_MIN_NORMAL))
+    scaled = arith.select(small, arith.mulf(x, e.c(_TWO_23)), x)
+    bits = arith.bitcast(e.i, scaled)
+    k = arith.subi(arith.andi(arith.shrui(bits, e.ci(23)), e.ci(0xFF)), e.ci(126))
+    k = arith.subi(k, arith.select(small, e.ci(23), e.ci(0)))
+    # m in [0.5, 1): the mantissa with the exponent of 0.5; x = m 2^k.
+    m = arith.bitcast(e.f, arith.ori(arith.andi(bits, e.ci(0x007FFFFF)), e.ci(0x3F000000)))
+    below = arith.cmpf(arith.CmpFPredicate.OLT, m, e.c(_SQRT_HALF))
+    k = arith.subi(k, arith.select(below, e.ci(1), e.ci(0)))
+    # f = m - 1 (or 2m - 1, exact) in [sqrt(1/2) - 1, sqrt(2) - 1]
+    f = arith.subf(arith.select(below, arith.addf(m, m), m), e.c(1.0))
+    z = arith.mulf(f, f)
+    y = arith.mulf(arith.mulf(e.horner(f, _LOG_P), f), z)
+    kf = arith.sitofp(e.f, k)
+    y = e.fma(kf, e.c(_LN2_LO), y)
+    y = e.fma(z, e.c(-0.5), y)
+    r = e.fma(kf, e.c(_LN2_HI), arith.addf(f, y))
+    # log(+-0) = -inf, log(x < 0) = NaN (x86's default NaN), log(+inf) = +inf, NaN quieted.
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, e.c(0.0)), e.c(-math_inf), r)
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, e.c(0.0)), e.default_nan(), r)
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, e.c(math_inf)), x, r)
+    return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), arith.addf(x, x), r)
+
+
+def _log1p(e: _Emitter, x: ir.Value) -> ir.Value:
+    # Goldberg's: log1p(x) = log(u) * x / (u - 1) for u = 1 + x rounded, exact where
+    # u == 1 (x itself, -0.0 included); the division corrects u's rounding error.
+    u = arith.addf(x, e.c(1.0))
+    log_u = _log(e, u)
+    r = arith.mulf(log_u, arith.divf(x, arith.subf(u, e.c(1.0))))
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, u, e.c(math_inf)), u, r)
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, u, e.c(1.0)), x, r)
+    # u - 1 == 0 only with u == 1; x == -1: log(0) * (-1 / -1) = -inf; x < -1: NaN from log.
+    return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), arith.addf(x, x), r)
+
+
+_REWRITES = {"math.exp": _exp, "math.tanh": _tanh, "math.log": _log, "math.log1p": _log1p}
 
 
 def _is_vector(t: ir.Type) -> bool:
@@ -128,7 +184,7 @@ def _is_f32(t: ir.Type) -> bool:
 
 
 def approximate_math(op: Any, pass_: Any) -> None:
-    """Rewrite every f32 math.exp / math.tanh under `op` into a polynomial."""
+    """Rewrite every f32 math.exp / tanh / log / log1p under `op` into a polynomial."""
     found: list[ir.Operation] = []
 
     def visit(inner: Any) -> ir.WalkResult:
