@@ -49,21 +49,23 @@ def test_products_of_few_rows(dtype: type, shapes: tuple[tuple[int, ...], tuple[
     np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * np.abs(want).max())
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shapes", [((1, 512), (512, 512)), ((4, 1000), (1000, 128)),
                                     ((4, 512), (512, 512)), ((1, 1), (1, 16))], ids=str)
 def test_the_same_bits_as_the_matmul_schedule(shapes: tuple[tuple[int, ...], tuple[int, int]],
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    # Where the schedule takes the product (f32, these shapes), its micro-kernel makes
-    # each output the same chain of fused multiply-adds in k order.
+                                              dtype: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where the schedule takes the product (f32 or f64, these shapes), its micro-kernel
+    # makes each output the same chain of fused multiply-adds in k order.
     lhs, rhs = shapes
-    a, w = operands(lhs, rhs, np.float32, seed=1)
+    a, w = operands(lhs, rhs, dtype, seed=1)
+    view = np.uint32 if dtype == np.float32 else np.uint64
     clear_cache()
-    mine = xm.compile(product(lhs, rhs))(a, w)
+    mine = xm.compile(product(lhs, rhs, dtype))(a, w)
     monkeypatch.setattr(few_rows, "applies", lambda *_: False)
     clear_cache()
-    schedule = xm.compile(product(lhs, rhs))
+    schedule = xm.compile(product(lhs, rhs, dtype))
     assert "linalg.matmul" in schedule.stages["linalg"] or "vector.fma" not in schedule.stages["linalg"]
-    np.testing.assert_array_equal(mine.view(np.uint32), schedule(a, w).view(np.uint32))
+    np.testing.assert_array_equal(mine.view(view), schedule(a, w).view(view))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -9,8 +9,8 @@ into groups of G vectors (the forall's iterations, on the cores); a group's M x 
 accumulators start at zero in registers and take, for k = 0, 1, ..., K - 1, A[m, k] times
 W[k, columns] added: each Y[m, n] is one chain in k order, whatever the vector width, so
 the same bits on every target. The chain is the path's this replaces: fused
-multiply-adds where the matmul schedule would have taken the product (f32, a matrix lhs,
-at least SCHEDULE_MIN_FLOPS; lowering/passes/exact_fma.py), else a multiply then an add
+multiply-adds where the matmul schedule would have taken the product (f32 or f64, a
+matrix lhs, at least SCHEDULE_MIN_FLOPS; lowering/passes/exact_fma.py), else a multiply then an add
 (the linalg op's body). G = ACCUMULATORS / M independent chains hide the latency.
 Imports the lowering modules.
 """
@@ -58,8 +58,7 @@ def few_rows(lhs: ir.Value, rhs: ir.Value) -> ir.Value:
     zero = arith.constant(element, 0.0)
     zeros = vector.broadcast(vector_type, zero)
     w_row = ir.AffineMap.get(2, 0, [ir.AffineDimExpr.get(1)])
-    fused = (isinstance(element, ir.F32Type) and a.rank == 2
-             and 2 * rows * columns * depth >= SCHEDULE_MIN_FLOPS)
+    fused = a.rank == 2 and 2 * rows * columns * depth >= SCHEDULE_MIN_FLOPS
 
     def multiply_add(x: ir.Value, w: ir.Value, acc: ir.Value) -> ir.Value:
         return vector.fma(x, w, acc) if fused else arith.addf(acc, arith.mulf(x, w))

@@ -1,8 +1,8 @@
 """Schedules for matmuls and convolutions: packing, tiling, vectorization, multi-core.
 
 The "tiled" stage (after "fused", on tensors) runs `schedule_contractions`. For
-each op it can make fast (f32, static shapes, large enough; see `_matmul_plan`
-and `_conv_plan`) it rewrites the op into a packed form in Python, then builds
+each op it can make fast (f32 or f64 matmuls, f32 convolutions, static shapes, large
+enough; see `_matmul_plan` and `_conv_plan`) it rewrites the op into a packed form in Python, then builds
 a transform-dialect script and applies it with the transform interpreter. The
 "tiled" stage shows the result; `last_script()` returns the script of the last
 compile, and `scheduler(Params(...))` makes a stage pass with other tile sizes
@@ -62,6 +62,10 @@ vectorized: each step is again an outer product (OWR input pixels x F-tile kerne
 row), accumulated in registers over the 3 x 3 x C reduction. No im2col copy. The
 last F-tile (F mod NR channels) and the last OWR-pixel tile are peeled, so they are
 static too and vectorize on shorter vectors.
+
+f64 matmuls take the same schedule with register tiles half as wide in elements (8 x 16
+with AVX-512, 6 x 8 else: the same vector registers, panels of the same bytes;
+`_for_element`). Before, they took the generic path: 38 ms for 512^3 (numpy 1.8), now 1.9.
 
 The tiles: `Params.for_target(cpu)` (8 x 32 with AVX-512, 6 x 16 else; "host" reads
 /proc/cpuinfo, which is what the default pipeline uses, `PARAMS`). Any MR and NR work,
@@ -211,6 +215,28 @@ def _static_f32(value: ir.Value) -> bool:
             and isinstance(t.element_type, ir.F32Type))
 
 
+def _static_float(value: ir.Value, element: type) -> bool:
+    t = value.type
+    return (isinstance(t, ir.RankedTensorType) and t.has_static_shape
+            and isinstance(t.element_type, element))
+
+
+def _matmul_element(mm: Any) -> type | None:
+    """F32Type or F64Type if every operand of `mm` is a static tensor of it, else None."""
+    for element in (ir.F32Type, ir.F64Type):
+        if all(_static_float(v, element) for v in mm.operands):
+            return element
+    return None
+
+
+def _for_element(p: Params, mm: Any) -> Params:
+    """`p` for `mm`'s element type: f64 tiles are half as wide in elements (the same
+    vector registers: 8 x 16 f64 in 16 zmm, 6 x 8 in 12 ymm), the same bytes per panel."""
+    if _matmul_element(mm) is ir.F64Type:
+        return replace(p, nr=max(2, p.nr // 2))
+    return p
+
+
 def _shape(value: ir.Value) -> list[int]:
     return list(ir.RankedTensorType(value.type).shape)
 
@@ -318,7 +344,7 @@ def _matmul_plan(mm: Any, p: Params) -> tuple[int, int, int, int] | None:
     """(M, N, K, batch) of a matmul the schedule handles (batch: the product of the batch
     dimensions, 0 without any), else None."""
     layout = _matmul_layout(mm)
-    if layout is None or not all(_static_f32(v) for v in mm.operands):
+    if layout is None or _matmul_element(mm) is None:
         return None
     fill = mm.operands[2].owner
     if isinstance(fill, ir.Block) or fill.name != "linalg.fill":
@@ -433,7 +459,7 @@ def _pack_matmul(mm: Any, first: int, p: Params) -> list[tuple[int, int, int, bo
     a_transposed, b_transposed, nb = _matmul_layout(mm) or (False, False, 0)
     fill = init.owner
     *batch_dims, m, n = _shape(init)
-    f32 = ir.F32Type.get()
+    f32 = ir.RankedTensorType(init.type).element_type  # f32 or f64 (named for the common case)
     ep = None if nb else _epilogue(mm)
     parts = _column_parts(n, p.nr)
     done: list[tuple[int, int, int, bool]] = []
@@ -994,8 +1020,9 @@ def _apply(op: Any, found: list[tuple[Any, tuple[int, ...]]], p: Params, parts: 
         for target, shape in found:
             if target.name != "linalg.conv_2d_nhwc_hwcf":
                 m, n, k, batch = shape
-                for i, columns, nr, fused in _pack_matmul(target, index, p):
-                    part = _part_params(p, nr, columns, n)
+                pe = _for_element(p, target)
+                for i, columns, nr, fused in _pack_matmul(target, index, pe):
+                    part = _part_params(pe, nr, columns, n)
                     parts.append(_matmul_script(i, part, (m, columns, k), fused, batch))
                     index = i + 1
             else:
