@@ -40,6 +40,7 @@ from .passes.row_fusion import fuse_rows
 from .passes.row_softmax import rows_softmax
 from .passes.schedules import schedule_contractions
 from .passes.soft_float import expand_narrow_floats, expand_small_floats
+from .passes.strided_copies import strided_copies_as_loops
 from .passes.vectorize import hoist_vector_accumulators, schedule_vectorize, super_vectorize
 from .reproducer import write_reproducer
 from .stage_texts import Snapshot, StageTexts, pending, shown_as
@@ -115,6 +116,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         # ...whose rows a canonicalization would fold into one from_elements of every scalar
         # of the tile (a 2,000-character line down to the "loops" stage).
         register_tiles_as_rows,
+        # Copies into or out of part of a buffer (slice, pad, concatenate) as linalg
+        # copies, vectorized next, not MLIR's element-at-a-time memrefCopy.
+        strided_copies_as_loops,
     ]),
     ("vectorized", [
         # Folds of 16 lanes per row (lane dots, lane-split reduces) as 16 x 16 transposes

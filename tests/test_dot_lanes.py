@@ -153,3 +153,21 @@ def test_special_values_propagate() -> None:
     assert got[0] == np.inf and got[2] == -np.inf
     zeros = xm.compile(_matvec((), 64, np.float32))(np.full(64, -0.0, np.float32), np.ones(64, np.float32))
     assert np.signbit(zeros) == np.signbit(np.float32(0) + np.float32(-0.0))
+
+
+def test_large_matvec_rows_split_across_cores() -> None:
+    """[1024, 1024] (lane_rows.PARALLEL_MIN_ELEMENTS and more): the blocks of 16 rows on
+    the cores, each writing its own 16 elements; the same bits as on one core."""
+    exe = xm.compile(_matvec((1024,), 1024, np.float32))
+    check_ir(exe.stages["linalg"], """
+        CHECK: scf.forall ({{.*}}) in (64) shared_outs({{.*}}) -> (tensor<1024xf32>)
+        CHECK: tensor.extract_slice {{.*}} [16] [1] : tensor<1024xf32> to tensor<16xf32>
+        CHECK: vector.transfer_write {{.*}} {in_bounds = [true]} : vector<16xf32>, tensor<16xf32>
+        CHECK: tensor.parallel_insert_slice {{.*}} [16] [1] : tensor<16xf32> into tensor<1024xf32>
+    """)
+    rng = np.random.default_rng(4)
+    a, x = rng.standard_normal((1024, 1024)).astype(np.float32), rng.standard_normal(1024).astype(np.float32)
+    got = exe(a, x)
+    sequential = xm.compile(_matvec((1024,), 1024, np.float32), xm.Pipeline.default().sequential())
+    np.testing.assert_array_equal(got.view(np.uint32), sequential(a, x).view(np.uint32))
+    np.testing.assert_allclose(got, a.astype(np.float64) @ x, rtol=1e-4, atol=1e-3)

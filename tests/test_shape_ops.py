@@ -697,7 +697,9 @@ def test_ir_slice_concat_rev() -> None:
         CHECK: tensor.extract_slice %{{.*}}[0, 0, 0] [2, 3, 2] [1, 1, 2]
         CHECK-SAME: : tensor<2x3x4xf32> to tensor<2x3x2xf32>
         CHECK: linalg.generic {indexing_maps = [#[[REV]],
-        CHECK: tensor.concat dim(2)
+        CHECK: %[[E:.*]] = tensor.empty() : tensor<2x3x6xf32>
+        CHECK: %[[I:.*]] = tensor.insert_slice %{{.*}} into %[[E]][0, 0, 0] [2, 3, 2] [1, 1, 1]
+        CHECK: tensor.insert_slice %{{.*}} into %[[I]][0, 0, 2] [2, 3, 4] [1, 1, 1]
     """)
 
 

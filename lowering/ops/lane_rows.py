@@ -37,6 +37,11 @@ MAX_DEPTH = 1024
 # -> 8.4-11 us; eight rows measured the same within this VM's noise and take all 16 AVX2
 # registers). Any count gives the same sums: each row's chain is unchanged.
 CHAINS = 4
+# Matrices of at least this many elements split their blocks of 16 rows across the cores
+# (vectorize.py's PARALLEL_MIN_WORK): f32 [1024, 1024] times a vector 133 -> 106 us.
+# Smaller ones (a tanh RNN step's 256 x 256, inside a while loop) stay on the calling
+# thread: waking the pool would cost more than the product.
+PARALLEL_MIN_ELEMENTS = 1 << 18
 
 
 def _converted(value: ir.Value) -> bool:
@@ -90,8 +95,9 @@ def lane_rows(matrix: ir.Value, vector_value: ir.Value, zero: ir.Value,
             scf.YieldOp(sums)
         return list(loop.results)
 
-    def block(first: ir.Value, count: int, out: ir.Value) -> ir.Value:
-        """y[first:first + count] (count <= 16) written into `out`."""
+    def block(first: ir.Value, count: int, out: ir.Value, at: ir.Value) -> ir.Value:
+        """y[first:first + count] (count <= 16) written into `out` from its element `at`
+        (`out` is y, or a block's slice of it)."""
         lanes = []
         for group in range(0, count, CHAINS):
             rows_of_group = range(group, min(count, group + CHAINS))
@@ -100,14 +106,31 @@ def lane_rows(matrix: ir.Value, vector_value: ir.Value, zero: ir.Value,
         y = zeros
         for lane in transposed(lanes, pairs_first=True):
             y = add(y, lane)
-        return vector.transfer_write(out.type, y, out, [first], flat_map, [count == LANES])
+        return vector.transfer_write(out.type, y, out, [at], flat_map, [count == LANES])
 
     out = tensor.EmptyOp([rows], element).result
     whole = rows // LANES * LANES
-    loop = scf.ForOp(_index(0), _index(whole), _index(LANES), [out])
+    if rows * depth < PARALLEL_MIN_ELEMENTS:
+        loop = scf.ForOp(_index(0), _index(whole), _index(LANES), [out])
+        with ir.InsertionPoint(loop.body):
+            first = loop.induction_variable
+            scf.YieldOp([block(first, LANES, loop.inner_iter_args[0], first)])
+        out = loop.results[0]
+        if rows > whole:
+            out = block(_index(whole), rows - whole, out, _index(whole))
+        return out
+    # The blocks of 16 rows on the cores; each writes its own 16 elements of y.
+    loop = scf.ForallOp([0], [whole // LANES], [1], [out])
     with ir.InsertionPoint(loop.body):
-        scf.YieldOp([block(loop.induction_variable, LANES, loop.inner_iter_args[0])])
+        first = arith.muli(loop.induction_variables[0], _index(LANES))
+        shared = loop.inner_iter_args[0]
+        dynamic = [ir.ShapedType.get_dynamic_size()]
+        part = tensor.extract_slice(ir.RankedTensorType.get([LANES], element), shared, [first], [], [],
+                                    dynamic, [LANES], [1])
+        written = block(first, LANES, part, _index(0))
+        with ir.InsertionPoint(loop.terminator().block):
+            tensor.parallel_insert_slice(written, shared, [first], [], [], dynamic, [LANES], [1])
     out = loop.results[0]
     if rows > whole:
-        out = block(_index(whole), rows - whole, out)
+        out = block(_index(whole), rows - whole, out, _index(whole))
     return out

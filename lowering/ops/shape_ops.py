@@ -202,7 +202,17 @@ def lower_concatenate(v: OpView) -> ir.Value:
         return _empty(v.result_shape.dimensions, _element_type(v))
     if len(inputs) == 1:
         return inputs[0]
-    return tensor.ConcatOp(v.result_type, dim, inputs).result
+    # Each operand inserted into one destination (not tensor.concat, which bufferizes into
+    # a buffer of its own): `output_tensors` can then make a returned concatenation's
+    # destination the output buffer (4 x [256,1024] f32 on axis 0: 581 -> 290 us).
+    result = _empty(v.result_shape.dimensions, _element_type(v))
+    offset = 0
+    for x in inputs:
+        sizes = ir.RankedTensorType(x.type).shape
+        offsets = [offset if d == dim else 0 for d in range(len(sizes))]
+        result = _insert_slice(x, result, offsets, sizes, [1] * len(sizes))
+        offset += sizes[dim]
+    return result
 
 
 @lowers("pad")
