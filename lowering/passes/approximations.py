@@ -1,5 +1,5 @@
-"""Vectorizable f32 exp, tanh, log, log1p, sin and cos: the math ops rewritten into
-arith polynomials.
+"""Vectorizable f32 exp, tanh, log, log1p, sin and cos, and f64 exp and log: the math ops
+rewritten into arith polynomials.
 
 LLVM has no vector exp/tanh: `convert-math-to-llvm` gives `llvm.intr.exp` on a vector,
 which the backend splits into one libm call per lane (~25 ns an element), and
@@ -24,9 +24,14 @@ of code with the Python bindings. Like XLA:CPU's own emitters:
   within 1 ulp, tested at the floats nearest every multiple of pi/2 below 65536. Larger
   |x| (rare) call libm for their lane, inside a branch taken only when a lane needs it.
   sinf's 3.1 ms for 1M -> 0.52 (numpy 0.50).
+- f64 exp and log: fdlibm's (e_exp.c: a rational form of exp(r) on |r| <= ln2/2, 2^k in
+  two steps; e_log.c: log(1 + f) through s = f / (2 + f)), within 1 ulp against a
+  50-digit reference: 1M exp 2.8 -> 0.67 ms (numpy 0.75), log 0.88 -> 0.29 for 256K
+  (numpy 0.36).
 
-NaN inputs give NaN, -0.0 gives -0.0, +-inf give the limits. Only f32 (scalar or
-vector) ops are rewritten: f64 keeps libm, f16/bf16 are computed in f32 already.
+NaN inputs give NaN, -0.0 gives -0.0, +-inf give the limits. f32 and f64 (scalar or
+vector) ops are rewritten (the rest of f64 keeps libm); f16/bf16 are computed in f32
+already.
 Imports nothing of ours.
 """
 
@@ -69,6 +74,18 @@ _COS_C = (-1.13596475577881948265e-11, 2.08757232129817482790e-09, -2.7557314351
 _TWO_OVER_PI = 6.36619772367581382433e-01
 # pi/2 in three doubles (fdlibm's pio2_1, pio2_2, pio2_3: 33 + 33 + 33 bits).
 _PIO2 = (1.57079632673412561417e+00, 6.07710050630396597660e-11, 2.02226624871116645580e-21)
+# fdlibm's exp (e_exp.c) and log (e_log.c) for f64.
+_EXP64_P = (4.13813679705723846039e-08, -1.65339022054652515390e-06, 6.61375632143793436117e-05,
+            -2.77777777770155933842e-03, 1.66666666666666019037e-01)
+_EXP64_HI, _EXP64_LO = 7.09782712893383973096e+02, -7.45133219101941108420e+02
+_INV_LN2 = 1.44269504088896338700e+00
+_LN2_HI64, _LN2_LO64 = 6.93147180369123816490e-01, 1.90821492927058770002e-10
+_LG_ODD = (1.479819860511658591e-01, 1.818357216161805012e-01, 2.857142874366239149e-01,
+           6.666666666666735130e-01)  # Lg7, Lg5, Lg3, Lg1 (in w = z^2)
+_LG_EVEN = (1.531383769920937332e-01, 2.222219843214978396e-01, 3.999999999940941908e-01)  # Lg6, 4, 2
+_SQRT_TWO = 1.4142135623730951
+_MIN_NORMAL64 = 2.2250738585072014e-308
+_DEFAULT_NAN64_BITS = -0x8000000000000  # 0xFFF8000000000000: x86's default NaN
 # Below this |x| the reduction in doubles is exact enough for every f32 (k < 41722): the
 # floats nearest each multiple of pi/2 are tested. Larger arguments (rare) call libm.
 _TRIG_LIMIT = 65536.0
@@ -192,10 +209,10 @@ def _log1p(e: _Emitter, x: ir.Value) -> ir.Value:
 class _Wide:
     """f64 (or vectors of it) values the shape of an f32 emitter's: sin/cos compute in f64."""
 
-    def __init__(self, narrow: _Emitter) -> None:
+    def __init__(self, like: ir.Type) -> None:
         f64, i64 = ir.F64Type.get(), ir.IntegerType.get_signless(64)
-        if _is_vector(narrow.f):
-            shape = ir.VectorType(narrow.f).shape
+        if _is_vector(like):
+            shape = ir.VectorType(like).shape
             self.f, self.i = ir.VectorType.get(shape, f64), ir.VectorType.get(shape, i64)
         else:
             self.f, self.i = f64, i64
@@ -218,13 +235,71 @@ class _Wide:
             acc = math.fma(acc, x, self.c(coefficient))
         return acc
 
+    def pow2(self, k: ir.Value) -> ir.Value:
+        """2^k for an i64 k in the normal exponent range, built from its bits."""
+        return arith.bitcast(self.f, arith.shli(arith.addi(k, self.ci(1023)), self.ci(52)))
+
+
+def _exp64(x: ir.Value) -> ir.Value:
+    """fdlibm's exp: x = k ln2 + r (ln2 in two parts), exp(r) = 1 + 2r / (2 - r + r R(r^2))
+    in its rearranged form, scaled by 2^k in two steps (subnormal results round once)."""
+    w = _Wide(x.type)
+    clamped = arith.minnumf(arith.maxnumf(x, w.c(_EXP64_LO - 1.0)), w.c(_EXP64_HI + 1.0))
+    k = math.roundeven(arith.mulf(clamped, w.c(_INV_LN2)))
+    hi = math.fma(arith.negf(k), w.c(_LN2_HI64), clamped)  # exact: k ln2_hi has 32 bits
+    lo = arith.mulf(k, w.c(_LN2_LO64))
+    r = arith.subf(hi, lo)
+    t = arith.mulf(r, r)
+    c = arith.subf(r, arith.mulf(t, w.horner(t, _EXP64_P)))
+    y = arith.subf(w.c(1.0), arith.subf(arith.subf(lo, arith.divf(arith.mulf(r, c),
+                                                                  arith.subf(w.c(2.0), c))), hi))
+    ki = arith.fptosi(w.i, k)  # in [-1077, 1026]: both halves in the normal range
+    half = arith.shrsi(ki, w.ci(1))
+    y = arith.mulf(arith.mulf(y, w.pow2(half)), w.pow2(arith.subi(ki, half)))
+    y = arith.select(arith.cmpf(arith.CmpFPredicate.OGT, x, w.c(_EXP64_HI)), w.c(math_inf), y)
+    y = arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, w.c(_EXP64_LO)), w.c(0.0), y)
+    return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), arith.addf(x, x), y)
+
+
+def _log64(x: ir.Value) -> ir.Value:
+    """fdlibm's log: x = 2^k (1 + f), sqrt(1/2) <= 1 + f < sqrt(2), s = f / (2 + f),
+    log(1 + f) = f - (hfsq - s (hfsq + R(s^2))), k ln2 added in two parts."""
+    w = _Wide(x.type)
+    small = arith.cmpf(arith.CmpFPredicate.OLT, x, w.c(_MIN_NORMAL64))
+    scaled = arith.select(small, arith.mulf(x, w.c(2.0**54)), x)
+    bits = arith.bitcast(w.i, scaled)
+    k = arith.subi(arith.andi(arith.shrui(bits, w.ci(52)), w.ci(0x7FF)), w.ci(1023))
+    k = arith.subi(k, arith.select(small, w.ci(54), w.ci(0)))
+    # m in [1, 2): the mantissa with 1.0's exponent; then [sqrt(1/2), sqrt(2)).
+    m = arith.bitcast(w.f, arith.ori(arith.andi(bits, w.ci(0x000FFFFFFFFFFFFF)),
+                                     w.ci(0x3FF0000000000000)))
+    above = arith.cmpf(arith.CmpFPredicate.OGT, m, w.c(_SQRT_TWO))
+    m = arith.select(above, arith.mulf(m, w.c(0.5)), m)
+    k = arith.addi(k, arith.select(above, w.ci(1), w.ci(0)))
+    f = arith.subf(m, w.c(1.0))
+    s_ = arith.divf(f, arith.addf(w.c(2.0), f))
+    z = arith.mulf(s_, s_)
+    v = arith.mulf(z, z)
+    t1 = arith.mulf(v, w.horner(v, _LG_EVEN))
+    t2 = arith.mulf(z, w.horner(v, _LG_ODD))
+    big_r = arith.addf(t2, t1)
+    hfsq = arith.mulf(w.c(0.5), arith.mulf(f, f))
+    kf = arith.sitofp(w.f, k)
+    inner = arith.addf(arith.mulf(s_, arith.addf(hfsq, big_r)), arith.mulf(kf, w.c(_LN2_LO64)))
+    r = arith.subf(arith.mulf(kf, w.c(_LN2_HI64)), arith.subf(arith.subf(hfsq, inner), f))
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, w.c(0.0)), w.c(-math_inf), r)
+    nan = arith.bitcast(w.f, w.ci(_DEFAULT_NAN64_BITS))
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, w.c(0.0)), nan, r)
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, w.c(math_inf)), x, r)
+    return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), arith.addf(x, x), r)
+
 
 def _trig(e: _Emitter, x: ir.Value, cosine: bool) -> ir.Value:
     """sin or cos of f32 x: reduced by pi/2 in f64 (k = round(x 2/pi), r = x - k pi/2 in
     three fused steps: exact enough for every |x| < _TRIG_LIMIT), fdlibm's kernels on
     |r| <= pi/4 in f64, the quadrant's choice and sign, one rounding to f32. Non-finite x
     gives x - x (NaN, as libm); |x| >= _TRIG_LIMIT calls libm for that lane."""
-    w = _Wide(e)
+    w = _Wide(e.f)
     xd = arith.extf(w.f, x)
     k = math.roundeven(arith.mulf(xd, w.c(_TWO_OVER_PI)))
     minus_k = arith.negf(k)
@@ -285,6 +360,7 @@ def _cos(e: _Emitter, x: ir.Value) -> ir.Value:
 
 _REWRITES = {"math.exp": _exp, "math.tanh": _tanh, "math.log": _log, "math.log1p": _log1p,
              "math.sin": _sin, "math.cos": _cos}
+_REWRITES64 = {"math.exp": _exp64, "math.log": _log64}
 
 
 def _is_vector(t: ir.Type) -> bool:
@@ -295,13 +371,18 @@ def _is_f32(t: ir.Type) -> bool:
     return str(t) == "f32" or (_is_vector(t) and str(t).endswith("xf32>"))
 
 
+def _is_f64(t: ir.Type) -> bool:
+    return str(t) == "f64" or (_is_vector(t) and str(t).endswith("xf64>"))
+
+
 def approximate_math(op: Any, pass_: Any) -> None:
-    """Rewrite every f32 math.exp / tanh / log / log1p / sin / cos under `op` into a
-    polynomial."""
+    """Rewrite every f32 math.exp / tanh / log / log1p / sin / cos and f64 math.exp / log
+    under `op` into a polynomial."""
     found: list[ir.Operation] = []
 
     def visit(inner: Any) -> ir.WalkResult:
-        if inner.name in _REWRITES and _is_f32(inner.results[0].type):
+        t = inner.results[0].type if len(inner.results) == 1 else None
+        if (inner.name in _REWRITES and _is_f32(t)) or (inner.name in _REWRITES64 and _is_f64(t)):
             found.append(inner)
         return ir.WalkResult.ADVANCE
 
@@ -309,6 +390,9 @@ def approximate_math(op: Any, pass_: Any) -> None:
     for target in found:
         result = target.results[0]
         with ir.InsertionPoint(target), target.location:
-            new = _REWRITES[target.name](_Emitter(result.type), target.operands[0])
+            if _is_f32(result.type):
+                new = _REWRITES[target.name](_Emitter(result.type), target.operands[0])
+            else:
+                new = _REWRITES64[target.name](target.operands[0])
         result.replace_all_uses_with(new)
         target.erase()
