@@ -137,7 +137,7 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
     ("loops", [
         # f16/bf16 math ops computed in f32 (before the polynomials, which then cover them).
         "math-extend-to-supported-types",
-        approximate_math,  # f32 exp/tanh/log/log1p/sin/cos as polynomials, not libm per lane
+        approximate_math,  # f32 exp/tanh/log/log1p/sin/cos/pow, f64 exp/log/tanh: no libm per lane
         # f16/bf16 arithmetic as f32 ops between extf/truncf, and those conversions in
         # integer ops (lowering/passes/soft_float.py): no CPU-specific conversion or f16
         # instruction decides a result (AVX512-BF16's flushes subnormals to zero).
