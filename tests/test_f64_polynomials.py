@@ -10,8 +10,8 @@ from collections.abc import Callable
 from decimal import Decimal
 
 import numpy as np
+import polynomial_support
 import pytest
-from targets_support import TARGETS, target_options
 
 import xlamlir as xm
 
@@ -19,9 +19,7 @@ F64 = xm.F64
 
 
 def unary(method: str, shape: tuple[int, ...], **options: object) -> xm.Executable:
-    b = xm.XlaBuilder(method)
-    getattr(b, method)(b.parameter(0, xm.Shape.array(F64, shape)))
-    return xm.compile(b.build(), **options)
+    return polynomial_support.unary(method, shape, F64, **options)
 
 
 def ulp_errors(got: np.ndarray, x: np.ndarray, exact: Callable[[Decimal], Decimal]) -> np.ndarray:
@@ -103,10 +101,4 @@ def test_same_bits_scalar_vector_and_every_target(method: str) -> None:
     rng = np.random.default_rng(3)
     x = np.concatenate([rng.integers(1, 0x7FF0000000000000, 997, dtype=np.int64).view(np.float64)
                         if method == "log" else rng.uniform(-745, 709, 997), SPECIAL])
-    want = unary(method, x.shape)(x)
-    scalar = unary(method, ())
-    np.testing.assert_array_equal(np.array([scalar(v) for v in x[::37]]).view(np.uint64),
-                                  want[::37].view(np.uint64))
-    for target in TARGETS:
-        got = unary(method, x.shape, **target_options(target))(x)
-        np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64), err_msg=target)
+    polynomial_support.assert_same_bits_everywhere(method, x, F64)

@@ -6,23 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from targets_support import TARGETS, target_options
+from polynomial_support import assert_same_bits_everywhere, ulp_error, unary
 
 import xlamlir as xm
 
 F32 = xm.F32
-
-
-def unary(method: str, shape: tuple[int, ...], **options: object) -> xm.Executable:
-    b = xm.XlaBuilder(method)
-    getattr(b, method)(b.parameter(0, xm.Shape.array(F32, shape)))
-    return xm.compile(b.build(), **options)
-
-
-def ulp_error(actual: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    rounded = exact.astype(np.float32)
-    ulp = np.maximum(np.spacing(np.abs(rounded)).astype(np.float64), float(np.spacing(np.float32(0))))
-    return np.abs(actual.astype(np.float64) - exact) / ulp
 
 
 def positive_floats(n: int, seed: int) -> np.ndarray:
@@ -80,13 +68,7 @@ def test_nan_operand_is_the_result_quieted(method: str) -> None:
 def test_same_bits_scalar_vector_and_every_target(method: str) -> None:
     rng = np.random.default_rng(4)
     x = np.concatenate([positive_floats(997, 5), rng.uniform(-1, 1, 1000).astype(np.float32), SPECIAL])
-    want = unary(method, x.shape)(x)
-    scalar = unary(method, ())
-    np.testing.assert_array_equal(np.array([scalar(v) for v in x[::37]]).view(np.uint32),
-                                  want[::37].view(np.uint32))
-    for target in TARGETS:
-        got = unary(method, x.shape, **target_options(target))(x)
-        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=target)
+    assert_same_bits_everywhere(method, x)
 
 
 @pytest.mark.parametrize(("element", "mantissa_bits"), [(xm.F16, 10), (xm.BF16, 7)])

@@ -9,25 +9,13 @@ import re
 
 import numpy as np
 import pytest
-from targets_support import TARGETS, target_options
+from polynomial_support import assert_same_bits_everywhere, ulp_error, unary
 
 import xlamlir as xm
 from xlamlir.lowering.passes import approximations
 
 F32 = xm.F32
 LIMIT = approximations._TRIG_LIMIT
-
-
-def unary(method: str, shape: tuple[int, ...], **options: object) -> xm.Executable:
-    b = xm.XlaBuilder(method)
-    getattr(b, method)(b.parameter(0, xm.Shape.array(F32, shape)))
-    return xm.compile(b.build(), **options)
-
-
-def ulp_error(actual: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    rounded = exact.astype(np.float32)
-    ulp = np.maximum(np.spacing(np.abs(rounded)).astype(np.float64), float(np.spacing(np.float32(0))))
-    return np.abs(actual.astype(np.float64) - exact) / ulp
 
 
 def near_multiples_of_half_pi() -> np.ndarray:
@@ -94,10 +82,4 @@ def test_nan_operand_is_the_result_quieted(method: str) -> None:
 def test_same_bits_scalar_vector_and_every_target(method: str) -> None:
     x = np.concatenate([every_binade(997, 5), near_multiples_of_half_pi()[::500],
                         np.float32([0.0, -0.0, 1.0, 1e6, -2e7])])
-    want = unary(method, x.shape)(x)
-    scalar = unary(method, ())
-    np.testing.assert_array_equal(np.array([scalar(v) for v in x[::41]]).view(np.uint32),
-                                  want[::41].view(np.uint32))
-    for target in TARGETS:
-        got = unary(method, x.shape, **target_options(target))(x)
-        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=target)
+    assert_same_bits_everywhere(method, x, stride=41)

@@ -103,18 +103,21 @@ _TANH_ONE = 9.1  # 1 - tanh(x) < 2^-25 from about 9.01 on
 
 
 class _Emitter:
-    """Builds arith ops of one float type (f32 or a vector of f32) at the insertion point."""
+    """Builds arith ops of one float type (f32 or f64, or a vector of it) at the insertion
+    point: constants of it and of the integer type of its width, Horner, 2^k."""
 
     def __init__(self, float_type: ir.Type) -> None:
         self.f = float_type
-        i32 = ir.IntegerType.get_signless(32)
+        element = ir.VectorType(float_type).element_type if _is_vector(float_type) else float_type
+        self._float = element
+        wide = isinstance(element, ir.F64Type)
+        self._int = ir.IntegerType.get_signless(64 if wide else 32)
+        self._bias, self._mantissa = (1023, 52) if wide else (127, 23)
+        self._nan = _DEFAULT_NAN64_BITS if wide else _DEFAULT_NAN_BITS
         if _is_vector(float_type):
-            vt = ir.VectorType(float_type)
-            self.i = ir.VectorType.get(vt.shape, i32)
-            self.b = ir.VectorType.get(vt.shape, ir.IntegerType.get_signless(1))
+            self.i = ir.VectorType.get(ir.VectorType(float_type).shape, self._int)
         else:
-            self.i, self.b = i32, ir.IntegerType.get_signless(1)
-        self._i32 = i32
+            self.i = self._int
 
     def _const(self, shaped: ir.Type, attr: ir.Attribute) -> ir.Value:
         if _is_vector(shaped):
@@ -122,13 +125,14 @@ class _Emitter:
         return arith.constant(shaped, attr)
 
     def c(self, value: float) -> ir.Value:
-        return self._const(self.f, ir.FloatAttr.get(ir.F32Type.get(), value))
+        return self._const(self.f, ir.FloatAttr.get(self._float, value))
 
     def ci(self, value: int) -> ir.Value:
-        return self._const(self.i, ir.IntegerAttr.get(self._i32, value))
+        return self._const(self.i, ir.IntegerAttr.get(self._int, value))
 
     def default_nan(self) -> ir.Value:
-        return arith.bitcast(self.f, self.ci(_DEFAULT_NAN_BITS))
+        """x86's default NaN (negative, quiet): what an invalid operation gives."""
+        return arith.bitcast(self.f, self.ci(self._nan))
 
     def fma(self, a: ir.Value, b: ir.Value, c: ir.Value) -> ir.Value:
         return math.fma(a, b, c)
@@ -140,9 +144,16 @@ class _Emitter:
         return acc
 
     def pow2(self, k: ir.Value) -> ir.Value:
-        """2^k for an integer k in the normal exponent range, built from its bits."""
-        biased = arith.shli(arith.addi(k, self.ci(127)), self.ci(23))
+        """2^k for an integer k (of the width's type) in the normal exponent range, built
+        from its bits."""
+        biased = arith.shli(arith.addi(k, self.ci(self._bias)), self.ci(self._mantissa))
         return arith.bitcast(self.f, biased)
+
+
+def _wide(like: ir.Type) -> _Emitter:
+    """An f64 emitter shaped like `like` (f32 sin/cos/pow compute in f64)."""
+    f64 = ir.F64Type.get()
+    return _Emitter(ir.VectorType.get(ir.VectorType(like).shape, f64) if _is_vector(like) else f64)
 
 
 def _exp(e: _Emitter, x: ir.Value) -> ir.Value:
@@ -214,44 +225,10 @@ def _log1p(e: _Emitter, x: ir.Value) -> ir.Value:
     return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), arith.addf(x, x), r)
 
 
-class _Wide:
-    """f64 (or vectors of it) values the shape of an f32 emitter's: sin/cos compute in f64."""
-
-    def __init__(self, like: ir.Type) -> None:
-        f64, i64 = ir.F64Type.get(), ir.IntegerType.get_signless(64)
-        if _is_vector(like):
-            shape = ir.VectorType(like).shape
-            self.f, self.i = ir.VectorType.get(shape, f64), ir.VectorType.get(shape, i64)
-        else:
-            self.f, self.i = f64, i64
-        self._f64, self._i64 = f64, i64
-
-    def _const(self, shaped: ir.Type, attr: ir.Attribute) -> ir.Value:
-        if _is_vector(shaped):
-            return arith.constant(shaped, ir.DenseElementsAttr.get_splat(shaped, attr))
-        return arith.constant(shaped, attr)
-
-    def c(self, value: float) -> ir.Value:
-        return self._const(self.f, ir.FloatAttr.get(self._f64, value))
-
-    def ci(self, value: int) -> ir.Value:
-        return self._const(self.i, ir.IntegerAttr.get(self._i64, value))
-
-    def horner(self, x: ir.Value, coefficients: tuple[float, ...]) -> ir.Value:
-        acc = self.c(coefficients[0])
-        for coefficient in coefficients[1:]:
-            acc = math.fma(acc, x, self.c(coefficient))
-        return acc
-
-    def pow2(self, k: ir.Value) -> ir.Value:
-        """2^k for an i64 k in the normal exponent range, built from its bits."""
-        return arith.bitcast(self.f, arith.shli(arith.addi(k, self.ci(1023)), self.ci(52)))
-
-
 def _exp64(x: ir.Value) -> ir.Value:
     """fdlibm's exp: x = k ln2 + r (ln2 in two parts), exp(r) = 1 + 2r / (2 - r + r R(r^2))
     in its rearranged form, scaled by 2^k in two steps (subnormal results round once)."""
-    w = _Wide(x.type)
+    w = _wide(x.type)
     clamped = arith.minnumf(arith.maxnumf(x, w.c(_EXP64_LO - 1.0)), w.c(_EXP64_HI + 1.0))
     k = math.roundeven(arith.mulf(clamped, w.c(_INV_LN2)))
     hi = math.fma(arith.negf(k), w.c(_LN2_HI64), clamped)  # exact: k ln2_hi has 32 bits
@@ -272,7 +249,7 @@ def _exp64(x: ir.Value) -> ir.Value:
 def _tanh64(x: ir.Value) -> ir.Value:
     """Cephes' tanh: x + x^3 P(x^2) / Q(x^2) for |x| <= 0.625, else 1 - 2 / (exp(2|x|) + 1)
     with the sign of x (exp as `_exp64`); +-1 from |x| = 22 on (tanh rounds to it)."""
-    w = _Wide(x.type)
+    w = _wide(x.type)
     magnitude = math.absf(x)
     z = arith.mulf(x, x)
     p = arith.mulf(z, w.horner(z, _TANH64_P))
@@ -290,7 +267,7 @@ def _tanh64(x: ir.Value) -> ir.Value:
 def _log64(x: ir.Value) -> ir.Value:
     """fdlibm's log: x = 2^k (1 + f), sqrt(1/2) <= 1 + f < sqrt(2), s = f / (2 + f),
     log(1 + f) = f - (hfsq - s (hfsq + R(s^2))), k ln2 added in two parts."""
-    w = _Wide(x.type)
+    w = _wide(x.type)
     small = arith.cmpf(arith.CmpFPredicate.OLT, x, w.c(_MIN_NORMAL64))
     scaled = arith.select(small, arith.mulf(x, w.c(2.0**54)), x)
     bits = arith.bitcast(w.i, scaled)
@@ -314,8 +291,7 @@ def _log64(x: ir.Value) -> ir.Value:
     inner = arith.addf(arith.mulf(s_, arith.addf(hfsq, big_r)), arith.mulf(kf, w.c(_LN2_LO64)))
     r = arith.subf(arith.mulf(kf, w.c(_LN2_HI64)), arith.subf(arith.subf(hfsq, inner), f))
     r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, w.c(0.0)), w.c(-math_inf), r)
-    nan = arith.bitcast(w.f, w.ci(_DEFAULT_NAN64_BITS))
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, w.c(0.0)), nan, r)
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, w.c(0.0)), w.default_nan(), r)
     r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, w.c(math_inf)), x, r)
     return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), arith.addf(x, x), r)
 
@@ -325,7 +301,7 @@ def _trig(e: _Emitter, x: ir.Value, cosine: bool) -> ir.Value:
     three fused steps: exact enough for every |x| < _TRIG_LIMIT), fdlibm's kernels on
     |r| <= pi/4 in f64, the quadrant's choice and sign, one rounding to f32. Non-finite x
     gives x - x (NaN, as libm); |x| >= _TRIG_LIMIT calls libm for that lane."""
-    w = _Wide(e.f)
+    w = _wide(e.f)
     xd = arith.extf(w.f, x)
     k = math.roundeven(arith.mulf(xd, w.c(_TWO_OVER_PI)))
     minus_k = arith.negf(k)
@@ -380,7 +356,7 @@ def _pow(e: _Emitter, x: ir.Value, y: ir.Value) -> ir.Value:
     """f32 pow as exp(y log|x|) in f64 (`_log64`, `_exp64`: |y log|x|| <= ~150 where the
     result is a finite f32, so its relative error stays ~1e-14), rounded once; then
     C99's special cases (SEMANTICS.md Pow: pow(x, 0) = 1 even for NaN)."""
-    w = _Wide(e.f)
+    w = _wide(e.f)
     xd, yd = arith.extf(w.f, x), arith.extf(w.f, y)
     magnitude = arith.truncf(e.f, _exp64(arith.mulf(yd, _log64(math.absf(xd)))))
     one = e.c(1.0)
