@@ -108,3 +108,13 @@ def test_medians_alternate_blocks_of_each_library(monkeypatch: pytest.MonkeyPatc
     later = per_block * "a" + per_block * "b"
     assert "".join(calls) == first + later * (timing.BLOCK_ROUNDS - 1)
     assert got[1] is None and all(isinstance(t, float) and t >= 0 for t in (got[0], got[2]))
+
+
+def test_op_survey_times_a_correct_case_and_flags_a_wrong_one(capsys: pytest.CaptureFixture[str]) -> None:
+    import op_survey
+
+    assert op_survey.main(["--quick", "--only", "u8 add 4M"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("u8 add 4M") and "ratio" in line
+    wrong = op_survey.Case("wrong", [((16,), np.float32)], lambda b, x: b.neg(x), lambda x: x)
+    assert "MISMATCH" in op_survey.run(wrong, 1)
