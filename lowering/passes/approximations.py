@@ -69,7 +69,7 @@ _LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
 _SQRT_HALF = 0.707106781186547524
 _MIN_NORMAL = 1.17549435e-38
 _TWO_23 = 8388608.0
-math_inf = float("inf")
+_INF = float("inf")
 _DEFAULT_NAN_BITS = -0x400000  # 0xFFC00000: x86's default NaN, what libm's logf(-1) gives
 # fdlibm's __kernel_sin / __kernel_cos coefficients (double; |r| <= pi/4).
 _SIN_S = (1.58969099521155010221e-10, -2.50507602534068634195e-08, 2.75573137070700676789e-06,
@@ -150,6 +150,20 @@ class _Emitter:
         return arith.bitcast(self.f, biased)
 
 
+def _nan_through(x: ir.Value, r: ir.Value) -> ir.Value:
+    """`r`, or x quieted (x + x) where x is NaN."""
+    return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), arith.addf(x, x), r)
+
+
+def _log_limits(e: _Emitter, x: ir.Value, r: ir.Value) -> ir.Value:
+    """log's special values over `r`: log(+-0) = -inf, log(x < 0) = x86's default NaN (as
+    libm's), log(+inf) = +inf, NaN quieted."""
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, e.c(0.0)), e.c(-_INF), r)
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, e.c(0.0)), e.default_nan(), r)
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, e.c(_INF)), x, r)
+    return _nan_through(x, r)
+
+
 def _wide(like: ir.Type) -> _Emitter:
     """An f64 emitter shaped like `like` (f32 sin/cos/pow compute in f64)."""
     f64 = ir.F64Type.get()
@@ -205,12 +219,7 @@ def _log(e: _Emitter, x: ir.Value) -> ir.Value:
     kf = arith.sitofp(e.f, k)
     y = e.fma(kf, e.c(_LN2_LO), y)
     y = e.fma(z, e.c(-0.5), y)
-    r = e.fma(kf, e.c(_LN2_HI), arith.addf(f, y))
-    # log(+-0) = -inf, log(x < 0) = NaN (x86's default NaN), log(+inf) = +inf, NaN quieted.
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, e.c(0.0)), e.c(-math_inf), r)
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, e.c(0.0)), e.default_nan(), r)
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, e.c(math_inf)), x, r)
-    return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), arith.addf(x, x), r)
+    return _log_limits(e, x, e.fma(kf, e.c(_LN2_HI), arith.addf(f, y)))
 
 
 def _log1p(e: _Emitter, x: ir.Value) -> ir.Value:
@@ -219,16 +228,15 @@ def _log1p(e: _Emitter, x: ir.Value) -> ir.Value:
     u = arith.addf(x, e.c(1.0))
     log_u = _log(e, u)
     r = arith.mulf(log_u, arith.divf(x, arith.subf(u, e.c(1.0))))
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, u, e.c(math_inf)), u, r)
+    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, u, e.c(_INF)), u, r)
     r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, u, e.c(1.0)), x, r)
     # u - 1 == 0 only with u == 1; x == -1: log(0) * (-1 / -1) = -inf; x < -1: NaN from log.
-    return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), arith.addf(x, x), r)
+    return _nan_through(x, r)
 
 
-def _exp64(x: ir.Value) -> ir.Value:
+def _exp64(w: _Emitter, x: ir.Value) -> ir.Value:
     """fdlibm's exp: x = k ln2 + r (ln2 in two parts), exp(r) = 1 + 2r / (2 - r + r R(r^2))
     in its rearranged form, scaled by 2^k in two steps (subnormal results round once)."""
-    w = _wide(x.type)
     clamped = arith.minnumf(arith.maxnumf(x, w.c(_EXP64_LO - 1.0)), w.c(_EXP64_HI + 1.0))
     k = math.roundeven(arith.mulf(clamped, w.c(_INV_LN2)))
     hi = math.fma(arith.negf(k), w.c(_LN2_HI64), clamped)  # exact: k ln2_hi has 32 bits
@@ -241,33 +249,31 @@ def _exp64(x: ir.Value) -> ir.Value:
     ki = arith.fptosi(w.i, k)  # in [-1077, 1026]: both halves in the normal range
     half = arith.shrsi(ki, w.ci(1))
     y = arith.mulf(arith.mulf(y, w.pow2(half)), w.pow2(arith.subi(ki, half)))
-    y = arith.select(arith.cmpf(arith.CmpFPredicate.OGT, x, w.c(_EXP64_HI)), w.c(math_inf), y)
+    y = arith.select(arith.cmpf(arith.CmpFPredicate.OGT, x, w.c(_EXP64_HI)), w.c(_INF), y)
     y = arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, w.c(_EXP64_LO)), w.c(0.0), y)
-    return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), arith.addf(x, x), y)
+    return _nan_through(x, y)
 
 
-def _tanh64(x: ir.Value) -> ir.Value:
+def _tanh64(w: _Emitter, x: ir.Value) -> ir.Value:
     """Cephes' tanh: x + x^3 P(x^2) / Q(x^2) for |x| <= 0.625, else 1 - 2 / (exp(2|x|) + 1)
     with the sign of x (exp as `_exp64`); +-1 from |x| = 22 on (tanh rounds to it)."""
-    w = _wide(x.type)
     magnitude = math.absf(x)
     z = arith.mulf(x, x)
     p = arith.mulf(z, w.horner(z, _TANH64_P))
     q = w.horner(z, _TANH64_Q)
     near_zero = math.fma(x, arith.divf(p, q), x)
-    e = _exp64(arith.minnumf(arith.addf(magnitude, magnitude), w.c(44.0)))
+    e = _exp64(w, arith.minnumf(arith.addf(magnitude, magnitude), w.c(44.0)))
     far = math.copysign(arith.subf(w.c(1.0), arith.divf(w.c(2.0), arith.addf(e, w.c(1.0)))), x)
     r = arith.select(arith.cmpf(arith.CmpFPredicate.OLE, magnitude, w.c(0.625)), near_zero, far)
     r = arith.select(arith.cmpf(arith.CmpFPredicate.OGE, magnitude, w.c(22.0)),
                      math.copysign(w.c(1.0), x), r)
     r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, w.c(0.0)), x, r)  # tanh(-0) = -0
-    return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), arith.addf(x, x), r)
+    return _nan_through(x, r)
 
 
-def _log64(x: ir.Value) -> ir.Value:
+def _log64(w: _Emitter, x: ir.Value) -> ir.Value:
     """fdlibm's log: x = 2^k (1 + f), sqrt(1/2) <= 1 + f < sqrt(2), s = f / (2 + f),
     log(1 + f) = f - (hfsq - s (hfsq + R(s^2))), k ln2 added in two parts."""
-    w = _wide(x.type)
     small = arith.cmpf(arith.CmpFPredicate.OLT, x, w.c(_MIN_NORMAL64))
     scaled = arith.select(small, arith.mulf(x, w.c(2.0**54)), x)
     bits = arith.bitcast(w.i, scaled)
@@ -290,10 +296,7 @@ def _log64(x: ir.Value) -> ir.Value:
     kf = arith.sitofp(w.f, k)
     inner = arith.addf(arith.mulf(s_, arith.addf(hfsq, big_r)), arith.mulf(kf, w.c(_LN2_LO64)))
     r = arith.subf(arith.mulf(kf, w.c(_LN2_HI64)), arith.subf(arith.subf(hfsq, inner), f))
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, w.c(0.0)), w.c(-math_inf), r)
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, w.c(0.0)), w.default_nan(), r)
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, w.c(math_inf)), x, r)
-    return arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), arith.addf(x, x), r)
+    return _log_limits(w, x, r)
 
 
 def _trig(e: _Emitter, x: ir.Value, cosine: bool) -> ir.Value:
@@ -322,7 +325,7 @@ def _trig(e: _Emitter, x: ir.Value, cosine: bool) -> ir.Value:
     if not cosine:  # sin(-0) = -0 (the reduction's x - 0 * pi/2 made it +0)
         result = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, e.c(0.0)), x, result)
     magnitude = math.absf(x)
-    finite = arith.cmpf(arith.CmpFPredicate.OLT, magnitude, e.c(math_inf))
+    finite = arith.cmpf(arith.CmpFPredicate.OLT, magnitude, e.c(_INF))
     result = arith.select(finite, result, arith.subf(x, x))
     large = arith.andi(finite, arith.cmpf(arith.CmpFPredicate.OGE, magnitude, e.c(_TRIG_LIMIT)))
     return _with_libm(large, x, result, "math.cos" if cosine else "math.sin")
@@ -358,7 +361,7 @@ def _pow(e: _Emitter, x: ir.Value, y: ir.Value) -> ir.Value:
     C99's special cases (SEMANTICS.md Pow: pow(x, 0) = 1 even for NaN)."""
     w = _wide(e.f)
     xd, yd = arith.extf(w.f, x), arith.extf(w.f, y)
-    magnitude = arith.truncf(e.f, _exp64(arith.mulf(yd, _log64(math.absf(xd)))))
+    magnitude = arith.truncf(e.f, _exp64(w, arith.mulf(yd, _log64(w, math.absf(xd)))))
     one = e.c(1.0)
     # y an integer (every f32 of 2^24 and more is, and even), and odd.
     integer = arith.cmpf(arith.CmpFPredicate.OEQ, math.floor(yd), yd)
@@ -369,28 +372,20 @@ def _pow(e: _Emitter, x: ir.Value, y: ir.Value) -> ir.Value:
                             arith.cmpi(arith.CmpIPredicate.slt, arith.bitcast(e.i, x), e.ci(0)))
     flip = arith.andi(odd, arith.ori(negative, minus_zero))
     r = arith.select(flip, arith.negf(magnitude), magnitude)
-    finite_y = arith.cmpf(arith.CmpFPredicate.OLT, math.absf(y), e.c(math_inf))
-    finite_x = arith.cmpf(arith.CmpFPredicate.OGT, x, e.c(-math_inf))
+    finite_y = arith.cmpf(arith.CmpFPredicate.OLT, math.absf(y), e.c(_INF))
+    finite_x = arith.cmpf(arith.CmpFPredicate.OGT, x, e.c(-_INF))
     # A negative finite x to a finite non-integer power: x86's default NaN (pow(-inf, y)
-    # takes the magnitude's limit).
-    invalid = arith.andi(arith.andi(arith.andi(negative, finite_x), finite_y),
-                         arith.xori(integer, _true(e)))
+    # takes the magnitude's limit). UNE and UGE: the negations of OEQ and OLT.
+    not_integer = arith.cmpf(arith.CmpFPredicate.UNE, math.floor(yd), yd)
+    invalid = arith.andi(arith.andi(arith.andi(negative, finite_x), finite_y), not_integer)
     r = arith.select(invalid, e.default_nan(), r)
     # (-1)^(+-inf) = 1; NaNs quieted; 1^y = 1 and x^0 = 1 whatever the other is.
     minus_one = arith.cmpf(arith.CmpFPredicate.OEQ, x, e.c(-1.0))
-    r = arith.select(arith.andi(minus_one, arith.xori(finite_y, _true(e))), one, r)
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.UNO, y, y), arith.addf(y, y), r)
-    r = arith.select(arith.cmpf(arith.CmpFPredicate.UNO, x, x), arith.addf(x, x), r)
+    not_finite_y = arith.cmpf(arith.CmpFPredicate.UGE, math.absf(y), e.c(_INF))
+    r = arith.select(arith.andi(minus_one, not_finite_y), one, r)
+    r = _nan_through(x, _nan_through(y, r))
     r = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, one), one, r)
     return arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, y, e.c(0.0)), one, r)
-
-
-def _true(e: _Emitter) -> ir.Value:
-    i1 = ir.IntegerType.get_signless(1)
-    if _is_vector(e.f):
-        shaped = ir.VectorType.get(ir.VectorType(e.f).shape, i1)
-        return arith.constant(shaped, ir.DenseElementsAttr.get_splat(shaped, ir.IntegerAttr.get(i1, 1)))
-    return arith.constant(i1, ir.IntegerAttr.get(i1, 1))
 
 
 def _sin(e: _Emitter, x: ir.Value) -> ir.Value:
@@ -433,9 +428,7 @@ def approximate_math(op: Any, pass_: Any) -> None:
     for target in found:
         result = target.results[0]
         with ir.InsertionPoint(target), target.location:
-            if _is_f32(result.type):
-                new = _REWRITES[target.name](_Emitter(result.type), *target.operands)
-            else:
-                new = _REWRITES64[target.name](*target.operands)
+            rewrites = _REWRITES if _is_f32(result.type) else _REWRITES64
+            new = rewrites[target.name](_Emitter(result.type), *target.operands)
         result.replace_all_uses_with(new)
         target.erase()
