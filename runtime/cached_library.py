@@ -166,7 +166,8 @@ class LoadedLibrary:
         finalizer = weakref.finalize(self, _retire, library._handle)
         finalizer.atexit = False  # the process unmaps everything at exit anyway
 
-    def _address(self, symbol: str) -> int:
+    def address(self, symbol: str) -> int:
+        """The address of the symbol `symbol` (its full name), 0 if none."""
         try:
             return ctypes.cast(self._library[symbol], ctypes.c_void_p).value or 0
         except AttributeError:
@@ -174,20 +175,16 @@ class LoadedLibrary:
 
     def raw_lookup(self, name: str) -> int:
         """The address of `_mlir_<name>` (as ExecutionEngine.raw_lookup), 0 if none."""
-        return self._address("_mlir_" + name)
+        return self.address("_mlir_" + name)
 
     def register_runtime(self, name: str, callback: Any) -> None:
         """Make the stub of `name` jump to `callback` (a ctypes function kept alive by the
         caller, as for ExecutionEngine.register_runtime)."""
-        slot = self._address(SLOT_PREFIX + name)
+        slot = self.address(SLOT_PREFIX + name)
         if not slot:
             raise CompileError(f"disk cache: the cached library has no stub for {name!r}",
                                "disk_cache")
         ctypes.c_void_p.from_address(slot).value = ctypes.cast(callback, ctypes.c_void_p).value
-
-    def data_address(self, symbol: str) -> int:
-        """The address of the data symbol `symbol` (its full name), 0 if none."""
-        return self._address(symbol)
 
     def dump_to_object_file(self, path: str) -> None:
         """Write the library (an ELF file with the JIT's machine code), if it was kept."""

@@ -290,7 +290,7 @@ class Entry:
         try:
             library = open_library(image, [self.directory, None], prepare,
                                    keep_image=bool(os.environ.get("XLAMLIR_KEEP_OBJECT")))
-            fill_slots(library.data_address, links)
+            fill_slots(library.address, links)
         except OSError as e:
             self.reject(f"cannot load its library ({e})")
             return None

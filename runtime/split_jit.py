@@ -20,7 +20,7 @@ address of a global a load. Constant globals are copied instead. The functions k
 their linkage and their code: only calls across the two modules are indirect.
 "_mlir_" names are what `raw_lookup` finds in an engine and in a cached library
 (runtime/cached_library.py links both objects into one and fills the slots on load:
-`links`). Imports `lowering`.
+`links`). Imports nothing of ours.
 """
 
 from __future__ import annotations
@@ -355,21 +355,15 @@ class LinkedEngines:
     def register_runtime(self, name: str, callback: Any) -> None:
         self.main.register_runtime(name, callback)
 
-    def object_files(self, folder: str) -> list[str]:
-        """Both engines' object files, written into `folder` (for the disk cache)."""
-        paths = [os.path.join(folder, "jit.o"), os.path.join(folder, "jit_part.o")]
-        self.main.dump_to_object_file(paths[0])
-        self.part.dump_to_object_file(paths[1])
-        return paths
-
 
 def object_files(engine: Any, folder: str) -> list[str]:
-    """The object files of `engine` (an ExecutionEngine or LinkedEngines) in `folder`."""
-    if isinstance(engine, LinkedEngines):
-        return engine.object_files(folder)
-    path = os.path.join(folder, "jit.o")
-    engine.dump_to_object_file(path)
-    return [path]
+    """The object files of `engine` (an ExecutionEngine or LinkedEngines), written into
+    `folder` (for the disk cache)."""
+    engines = [engine.main, engine.part] if isinstance(engine, LinkedEngines) else [engine]
+    paths = [os.path.join(folder, f"jit{k}.o") for k in range(len(engines))]
+    for one, path in zip(engines, paths):
+        one.dump_to_object_file(path)
+    return paths
 
 
 def links_of(engine: Any) -> list[list[str]]:
