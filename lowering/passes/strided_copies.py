@@ -21,7 +21,7 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import linalg, memref
 
-_DYNAMIC = -(2**63)  # ShapedType::kDynamic as the bindings report it
+_DYNAMIC = ir.ShapedType.get_dynamic_size()  # also the bindings' dynamic stride and offset
 
 
 def _contiguous(t: ir.MemRefType) -> bool:
@@ -67,9 +67,10 @@ def _border(shape: list[int], offsets: list[int], sizes: list[int]) -> list[tupl
     return boxes
 
 
-def _fill_only_the_border(copy: Any) -> None:
+def _fill_only_the_border(copy: Any, before: dict[Any, list[Any]]) -> None:
     """`fill(v, B); copy(X, subview(B))` (a pad): the fill rewritten to fill B's border
-    only, so each element of B is written once."""
+    only, so each element of B is written once. `before[op]`: the two operations before
+    `op` in its block."""
     view = copy.operands[1].owner
     if isinstance(view, ir.Block):
         return
@@ -77,11 +78,10 @@ def _fill_only_the_border(copy: Any) -> None:
     if window is None:
         return
     # The three ops in a row: nothing else touches B between the fill and the copy.
-    ops = [o.operation for o in copy.operation.block.operations]
-    at = next((i for i, o in enumerate(ops) if o == copy.operation), 0)
-    if at < 2 or ops[at - 1] != view.operation or ops[at - 2].name != "linalg.fill":
+    previous = before.get(copy.operation, [])
+    if len(previous) < 2 or previous[1] != view.operation or previous[0].name != "linalg.fill":
         return
-    fill, buffer = ops[at - 2], view.operands[0]
+    fill, buffer = previous[0], view.operands[0]
     if fill.operands[1] != buffer or len(fill.operands) != 2:
         return
     shape = list(ir.MemRefType(buffer.type).shape)
@@ -107,8 +107,13 @@ def strided_copies_as_loops(op: Any, pass_: Any) -> None:
         return ir.WalkResult.ADVANCE
 
     op.walk(visit)
+    # The two operations before each copy, from one pass over each block holding one.
+    before: dict[Any, list[Any]] = {}
+    for block in {copy.operation.block for copy in found}:
+        ops = [o.operation for o in block.operations]
+        before.update((o, ops[max(0, i - 2):i]) for i, o in enumerate(ops) if o.name == "memref.copy")
     for copy in found:
-        _fill_only_the_border(copy)
+        _fill_only_the_border(copy, before)
     for copy in found:
         source, target = copy.operands
         rank = ir.MemRefType(source.type).rank
