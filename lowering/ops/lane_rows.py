@@ -115,21 +115,17 @@ def lane_rows(matrix: ir.Value, vector_value: ir.Value, zero: ir.Value,
         with ir.InsertionPoint(loop.body):
             first = loop.induction_variable
             scf.YieldOp([block(first, LANES, loop.inner_iter_args[0], first)])
-        out = loop.results[0]
-        if rows > whole:
-            out = block(_index(whole), rows - whole, out, _index(whole))
-        return out
-    # The blocks of 16 rows on the cores; each writes its own 16 elements of y.
-    loop = scf.ForallOp([0], [whole // LANES], [1], [out])
-    with ir.InsertionPoint(loop.body):
-        first = arith.muli(loop.induction_variables[0], _index(LANES))
-        shared = loop.inner_iter_args[0]
-        dynamic = [ir.ShapedType.get_dynamic_size()]
-        part = tensor.extract_slice(ir.RankedTensorType.get([LANES], element), shared, [first], [], [],
-                                    dynamic, [LANES], [1])
-        written = block(first, LANES, part, _index(0))
-        with ir.InsertionPoint(loop.terminator().block):
-            tensor.parallel_insert_slice(written, shared, [first], [], [], dynamic, [LANES], [1])
+    else:  # the blocks of 16 rows on the cores; each writes its own 16 elements of y
+        loop = scf.ForallOp([0], [whole // LANES], [1], [out])
+        with ir.InsertionPoint(loop.body):
+            first = arith.muli(loop.induction_variables[0], _index(LANES))
+            shared = loop.inner_iter_args[0]
+            dynamic = [ir.ShapedType.get_dynamic_size()]
+            part = tensor.extract_slice(ir.RankedTensorType.get([LANES], element), shared, [first], [],
+                                        [], dynamic, [LANES], [1])
+            written = block(first, LANES, part, _index(0))
+            with ir.InsertionPoint(loop.terminator().block):
+                tensor.parallel_insert_slice(written, shared, [first], [], [], dynamic, [LANES], [1])
     out = loop.results[0]
     if rows > whole:
         out = block(_index(whole), rows - whole, out, _index(whole))

@@ -138,13 +138,14 @@ _SCALAR_LOOP = ("#llvm.loop_annotation<vectorize = #llvm.loop_vectorize<disable 
                 "unroll = #llvm.loop_unroll<disable = true>>")
 
 
-def _for(lo: ir.Value | int, hi: ir.Value | int, body: Callable[[ir.Value], None]) -> None:
+def _for(lo: ir.Value | int, hi: ir.Value | int, body: Callable[[ir.Value], None]) -> scf.ForOp:
     lo = index_const(lo) if isinstance(lo, int) else lo
     hi = index_const(hi) if isinstance(hi, int) else hi
     loop = _loop(lo, hi)
     with ir.InsertionPoint(loop.body):
         body(loop.induction_variable)
         scf.YieldOp([])
+    return loop
 
 
 def _forall(count: int, body: Callable[[ir.Value], None]) -> None:
@@ -470,11 +471,7 @@ def _sort_bucket(s: ir.Value, e: ir.Value, group_lo: ir.Value, g: ir.Value,
             return []
 
         def copied(source: ir.Value = source, target: ir.Value = target) -> list[ir.Value]:
-            loop = _loop(s, e)
-            with ir.InsertionPoint(loop.body):
-                i = loop.induction_variable
-                memref.store(memref.load(source, [i]), target, [i])
-                scf.YieldOp([])
+            loop = _for(s, e, lambda i: memref.store(memref.load(source, [i]), target, [i]))
             # A plain loop: LLVM's vectorized copy (with its alias checks) of each of these
             # took ~12 ms of JIT time for a 1M sort, for a pass that is rare and cheap.
             loop.operation.attributes["loop_annotation"] = ir.Attribute.parse(_SCALAR_LOOP)

@@ -209,12 +209,6 @@ class Params:
 PARAMS = Params.for_host()
 
 
-def _static_f32(value: ir.Value) -> bool:
-    t = value.type
-    return (isinstance(t, ir.RankedTensorType) and t.has_static_shape
-            and isinstance(t.element_type, ir.F32Type))
-
-
 def _static_float(value: ir.Value, element: type) -> bool:
     t = value.type
     return (isinstance(t, ir.RankedTensorType) and t.has_static_shape
@@ -459,7 +453,7 @@ def _pack_matmul(mm: Any, first: int, p: Params) -> list[tuple[int, int, int, bo
     a_transposed, b_transposed, nb = _matmul_layout(mm) or (False, False, 0)
     fill = init.owner
     *batch_dims, m, n = _shape(init)
-    f32 = ir.RankedTensorType(init.type).element_type  # f32 or f64 (named for the common case)
+    element = ir.RankedTensorType(init.type).element_type  # f32 or f64
     ep = None if nb else _epilogue(mm)
     parts = _column_parts(n, p.nr)
     done: list[tuple[int, int, int, bool]] = []
@@ -469,7 +463,7 @@ def _pack_matmul(mm: Any, first: int, p: Params) -> list[tuple[int, int, int, bo
         dest = ep.operands[len(ep.operands) - 1] if ep is not None else fill.operands[1]
         if len(parts) > 1 and not isinstance(dest.owner, ir.Block) and dest.owner.name == "tensor.empty":
             # Our own, used by the parts only: `_write_into_outputs` may make it the output.
-            dest = tensor.EmptyOp([*batch_dims, m, n], f32).result
+            dest = tensor.EmptyOp([*batch_dims, m, n], element).result
             dest.owner.attributes[TAG + ".dest"] = _i64(first)
         if nb:
             a, b, dest = (_collapse_batch(v, nb) for v in (a, b, dest))
@@ -483,7 +477,7 @@ def _pack_matmul(mm: Any, first: int, p: Params) -> list[tuple[int, int, int, bo
             else:  # B stored [k, n]: [k, n1, nr] -> [n1, k, nr]
                 b3 = _expand_n(_slice(b, o + 1, start, columns), [*lead, k, columns], o + 1, nr)
                 permutation = [0] * o + [o + 1, o, o + 2]
-            packed = tensor.EmptyOp([*lead, columns // nr, k, nr], f32).result
+            packed = tensor.EmptyOp([*lead, columns // nr, k, nr], element).result
             bp = _result(linalg.transpose(b3, outs=[packed], permutation=permutation))
             bp.owner.attributes[TAG + ".pack"] = _i64(index)
             c3 = _result(linalg.fill(fill.operands[0], outs=[
@@ -505,12 +499,12 @@ def _pack_matmul(mm: Any, first: int, p: Params) -> list[tuple[int, int, int, bo
                 copy = ep.operation.clone()
                 part = _rewrite_epilogue(copy, mm.results[0], part, start, nr, index).results[0]
             reassociation = [[i] for i in range(o + 1)] + [[o + 1, o + 2]]
-            part = tensor.collapse_shape(ir.RankedTensorType.get([*lead, m, columns], f32), part,
+            part = tensor.collapse_shape(ir.RankedTensorType.get([*lead, m, columns], element), part,
                                          reassociation)
             dest = part if len(parts) == 1 else _insert_columns(part, dest, start)
             done.append((index, columns, nr, ep is not None))
         if nb > 1:
-            dest = tensor.expand_shape(ir.RankedTensorType.get([*batch_dims, m, n], f32), dest,
+            dest = tensor.expand_shape(ir.RankedTensorType.get([*batch_dims, m, n], element), dest,
                                        [list(range(nb)), [nb], [nb + 1]], [], [*batch_dims, m, n])
     (ep if ep is not None else mm).results[0].replace_all_uses_with(dest)
     if ep is not None:
@@ -731,7 +725,8 @@ def _attr_ints(op: Any, name: str) -> list[int]:
 
 def _conv_plan(conv: Any, p: Params) -> tuple[int, ...] | None:
     """(N, OH, OW, F, KH, KW, C) of a conv_2d_nhwc_hwcf the schedule handles, else None."""
-    if conv.name != "linalg.conv_2d_nhwc_hwcf" or not all(_static_f32(v) for v in conv.operands):
+    if conv.name != "linalg.conv_2d_nhwc_hwcf" or \
+            not all(_static_float(v, ir.F32Type) for v in conv.operands):
         return None
     # Strides and dilations need nothing of their own: tiled to one output row, a tile's
     # input window is a slice reaching (OWR - 1) * stride + (KW - 1) * dilation + 1 columns
