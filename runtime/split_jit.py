@@ -397,7 +397,14 @@ class Started:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._diagnostics = _Diagnostics(module.context)
+        self._context: ir.Context | None = None
         if part is not None:
+            # Both engines translate their module in the one context at once: its
+            # uniquers need their locks until the part is done (our contexts otherwise
+            # run on one thread, dialect/context.py). Without them, one run in ten
+            # aborted on a garbled attribute.
+            self._context = module.context
+            self._context.enable_multithreading(True)
             self._thread = threading.Thread(target=self._compile_part,
                                             args=(part, opt_level, object_dump),
                                             name="xlamlir-jit-part", daemon=True)
@@ -419,6 +426,9 @@ class Started:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        if self._context is not None:
+            self._context.enable_multithreading(False)
+            self._context = None
 
     def fail(self, message: str) -> JitError:
         """Stop: the error to raise, with the diagnostics; the part's engine destroyed."""

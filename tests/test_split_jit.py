@@ -7,6 +7,7 @@ the disk cache."""
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from mlir import ir
 
 import xlamlir as xm
-from xlamlir.dialect.context import new_context
+from xlamlir.dialect.context import new_context, reused_context
 from xlamlir.runtime import disk_cache, split_jit
 from xlamlir.runtime.cached_library import linker
 from xlamlir.runtime.compiler import clear_cache
@@ -240,6 +241,28 @@ def test_a_part_that_fails_is_a_compile_error(always_split: Callable[[bool], Non
     assert "func.func" in str(e.value) + getattr(e.value, "diagnostics", "")
     exe = xm.compile(attention())
     assert isinstance(exe._engine, split_jit.LinkedEngines)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
+                    reason="one CPU: a context's thread pool has one thread either way")
+def test_the_context_has_its_locks_while_both_engines_translate(
+        always_split: Callable[[bool], None], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Our contexts run on one thread (no uniquer locks); the two engines translate
+    in one at once, so the split turns threads on until the part is done (without,
+    about one compile in ten aborted on a garbled attribute)."""
+    create = split_jit._create
+    seen: dict[str, int] = {}
+
+    def spy(module: ir.Module, *args: object) -> int:
+        seen[threading.current_thread().name] = module.context.get_num_threads()
+        return create(module, *args)
+
+    monkeypatch.setattr(split_jit, "_create", spy)
+    exe = xm.compile(attention())
+    assert isinstance(exe._engine, split_jit.LinkedEngines)
+    assert seen["xlamlir-jit-part"] > 1 and seen[threading.main_thread().name] > 1
+    assert reused_context().get_num_threads() == 1  # off again once the part is done
+    assert new_context().get_num_threads() == 1
 
 
 def test_fill_slots_refuses_a_library_without_the_symbols() -> None:
