@@ -15,6 +15,7 @@ import pytest
 from targets_support import TARGETS, target_options
 
 import xlamlir as xm
+from xlamlir.lowering.ops import lane_rows
 
 
 def _product(rows: int, k: int, dtype: np.dtype, batch: bool, vector_first: bool) -> xm.XlaComputation:
@@ -82,3 +83,18 @@ def test_zero_rows_sum_to_positive_zero() -> None:
 def test_few_rows_or_long_rows_keep_the_generics(rows: int, k: int) -> None:
     assert "vector.shuffle" not in xm.compile(_product(rows, k, np.float32, False, False)).stages["linalg"]
     assert "vector.shuffle" in xm.compile(_product(16, 1024, np.float32, False, False)).stages["linalg"]
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_long_rows_of_a_product_on_the_cores_take_the_rows(dtype: np.dtype) -> None:
+    """K > MAX_DEPTH with M x K >= PARALLEL_MIN_ELEMENTS: the rows' kernel on the cores
+    (the generics would run on one), the generics' bits."""
+    rows, k = 128, 2064
+    assert rows * k >= lane_rows.PARALLEL_MIN_ELEMENTS and k > lane_rows.MAX_DEPTH
+    a = _special_rows(rows, k, dtype, 7)
+    x = np.random.default_rng(8).standard_normal(k).astype(dtype)
+    exe = xm.compile(_product(rows, k, dtype, False, False))
+    assert "vector.shuffle" in exe.stages["linalg"] and "scf.forall" in exe.stages["linalg"]
+    generics = xm.compile(_product(rows, k, dtype, True, False))
+    np.testing.assert_array_equal(_bits(exe(a, x)), _bits(np.asarray(generics(a[None], x[None]))[0]))

@@ -26,10 +26,13 @@ from ..register_transpose import transposed
 
 LANES = 16
 MIN_ROWS = LANES  # fewer rows: the generics (one partial fold per row costs as much)
-# Longer rows: the generics. A row's adds are one dependent chain; past ~64 chunks the
-# out-of-order window no longer reaches the next row and the 8 rows the generics run
-# side by side win (same process: [1024, 4096] 284 vs 211 us; [1024, 1024] 42 vs 48,
-# [512, 2048] 42 vs 43, [256, 256] in an RNN step 1.6x faster).
+# Longer rows of a product on one core: the generics. A row's adds are one dependent
+# chain; past ~64 chunks the out-of-order window no longer reaches the next row and the
+# 8 rows the generics run side by side win (same process: [1024, 4096] 284 vs 211 us;
+# [1024, 1024] 42 vs 48, [512, 2048] 42 vs 43, [256, 256] in an RNN step 1.6x faster).
+# A product split across the cores (PARALLEL_MIN_ELEMENTS) takes this path at any depth:
+# the generics run on one core, at half the memory bandwidth (f32 [2048, 2048] 640 ->
+# 390 us, [1024, 4096] 644 -> 410, [4096, 4096] 2600 -> 1380; numpy 350, 346, 1300).
 MAX_DEPTH = 1024
 # Rows whose chains one chunk loop carries. One row's chain of 16 dependent multiply-adds
 # (K = 256) left the core waiting on each add's latency: a 256 x 256 product took 8.7 us
@@ -56,12 +59,13 @@ def _converted(value: ir.Value) -> bool:
 
 
 def applies(matrix: ir.Value, vector_value: ir.Value, batch: int) -> bool:
-    """A [M, K] f32/f64 matrix times a [K] vector of its type, M >= 16, K <= MAX_DEPTH, no
-    batch, neither converted from another type."""
+    """A [M, K] f32/f64 matrix times a [K] vector of its type, M >= 16, K <= MAX_DEPTH or
+    M x K >= PARALLEL_MIN_ELEMENTS, no batch, neither converted from another type."""
     m, v = ir.RankedTensorType(matrix.type), ir.RankedTensorType(vector_value.type)
     return (batch == 0 and m.rank == 2 and v.rank == 1 and m.has_static_shape and v.has_static_shape
             and isinstance(m.element_type, (ir.F32Type, ir.F64Type)) and m.element_type == v.element_type
-            and m.shape[0] >= MIN_ROWS and m.shape[1] % LANES == 0 and m.shape[1] <= MAX_DEPTH
+            and m.shape[0] >= MIN_ROWS and m.shape[1] % LANES == 0
+            and (m.shape[1] <= MAX_DEPTH or m.shape[0] * m.shape[1] >= PARALLEL_MIN_ELEMENTS)
             and not _converted(matrix) and not _converted(vector_value))
 
 
