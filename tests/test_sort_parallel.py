@@ -13,9 +13,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 from conftest import check_ir, run, stage_text
+from mlir import ir
 from targets_support import TARGETS, compile_for
 
 import xlamlir as xm
+from xlamlir.dialect.context import new_context
 from xlamlir.lowering.ops.sort_parallel import CHUNKS, GROUPS, PARALLEL_MIN, SCRATCH, chunk_shift
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -380,3 +382,26 @@ def test_keys_sharing_digits(case: str) -> None:
     assert_bits(alone, x[want], case)
     np.testing.assert_array_equal(i, want)
     assert_bits(v, x[want], case)
+
+
+def test_the_kernel_loops_are_not_unrolled() -> None:
+    """Every scalar loop of the radix kernel tells LLVM not to unroll it: unrolled, the 1M
+    sort's JIT took 135-145 ms instead of 85-88, for 1-2% of its run time."""
+    b = xm.XlaBuilder("ir")
+    b.sort(b.parameter(0, shape(np.float32, (1 << 20,))))
+    text = stage_text(b.build(), "linalg")
+    loops: list[tuple[bool, str]] = []
+    with new_context():
+        def visit(op: object) -> ir.WalkResult:
+            if op.name == "scf.for":
+                annotation = op.attributes["loop_annotation"] if "loop_annotation" in op.attributes else None
+                inside, parent = False, op.parent
+                while parent is not None:
+                    inside, parent = inside or parent.name == "scf.forall", parent.parent
+                loops.append((inside, str(annotation)))
+            return ir.WalkResult.ADVANCE
+
+        ir.Module.parse(text).operation.walk(visit)
+    kernel = [annotation for inside, annotation in loops if inside]
+    assert len(kernel) >= 25
+    assert all("unroll = <disable = true>" in a for a in kernel)
