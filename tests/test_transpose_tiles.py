@@ -25,7 +25,12 @@ CASES = [
     ((3, 17, 9, 35), (0, 3, 1, 2)),  # a dimension between the tile dimensions
     ((5, 36, 7, 40), (3, 2, 0, 1)),
     ((33, 2, 48), (2, 1, 0)),
-    ((19, 70, 3), (1, 2, 0)),  # minor dimension narrower than a tile: linalg.transpose
+    ((19, 70, 3), (2, 0, 1)),  # minor dimension narrower than a tile: linalg.transpose
+    ((19, 70, 3), (1, 2, 0)),  # ... but staying with the one before it: [19, 210] tiled
+    # Runs of dimensions that stay together, tiled as one (transpose_tiles.tiled):
+    ((40, 12, 3, 3), (2, 3, 1, 0)),  # OIHW -> HWIO: [40, 12, 9] -> [9, 12, 40]
+    ((5, 7, 9, 11), (2, 3, 0, 1)),  # [35, 99] -> [99, 35]
+    ((6, 4, 40), (2, 0, 1)),  # [24, 40] -> [40, 24]
 ]
 
 
@@ -91,8 +96,26 @@ def test_ir_is_vector_tiles() -> None:
     """)
 
 
+def test_runs_of_dimensions_are_tiled_as_one() -> None:
+    # A convolution's OIHW kernel as HWIO: H and W stay together, a run 9 long (a tile
+    # of f32 and an edge), where each alone (3) is narrower than a tile.
+    check_ir(stage_text(_transpose((128, 64, 3, 3), np.float32, (2, 3, 1, 0)), "linalg"), r"""
+        CHECK-NOT: linalg.transpose
+        CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1], [2, 3]]
+        CHECK-SAME: tensor<128x64x3x3xf32> into tensor<128x64x9xf32>
+        CHECK: vector.shuffle
+        CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1], [2], [3]] output_shape [3, 3, 64, 128]
+        CHECK-SAME: tensor<9x64x128xf32>
+    """)
+    b = xm.XlaBuilder("conv")
+    x = b.parameter(0, xm.Shape.array(xm.F32, (2, 16, 10, 10)))
+    k = b.parameter(1, xm.Shape.array(xm.F32, (32, 16, 3, 3)))
+    b.conv_general_dilated(x, k, (2, 2), [(1, 1), (1, 1)], dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    assert "linalg.transpose" not in stage_text(b.build(), "linalg")
+
+
 @pytest.mark.parametrize("shape, perm, dtype", [
-    ((19, 70, 3), (1, 2, 0), np.float32),  # the minor dimension is less than a tile
+    ((19, 70, 3), (2, 0, 1), np.float32),  # the minor dimension is less than a tile
     ((40, 33), (1, 0), np.complex64),  # no vector form
     ((4, 40, 33), (1, 0, 2), np.float32),  # the minor dimension stays: row copies already
 ])

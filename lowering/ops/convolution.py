@@ -318,7 +318,7 @@ _GROUPED = {"NC01": (linalg.conv_2d_ngchw_gfchw, "OI01", 1), "N01C": (linalg.con
 
 def _kernel_as(rhs: ir.Value, c: _Conv, layout: str) -> ir.Value:
     """The kernel transposed from its own layout to `layout` (same letters)."""
-    return _transpose(rhs, c.rhs.dimensions, [c.rhs_layout.index(ch) for ch in layout])
+    return _relayout(rhs, c.rhs.dimensions, [c.rhs_layout.index(ch) for ch in layout])
 
 
 def _dims_as(c: _Conv, layout: str) -> list[int]:
@@ -491,10 +491,8 @@ def _pointwise(c: _Conv, lhs: ir.Value, rhs: ir.Value, t: PrimitiveType) -> ir.V
 
 def _relayout(value: ir.Value, dims: Sequence[int], permutation: Sequence[int]) -> ir.Value:
     """`value` transposed, by tiles of vectors where that applies (ops/transpose_tiles.py)."""
-    element = ir.RankedTensorType(value.type).element_type
-    if transpose_tiles.applies(dims, permutation, element):
-        return transpose_tiles.transpose_tiles(value, dims, permutation)
-    return _transpose(value, dims, permutation)
+    tiled = transpose_tiles.tiled(value, dims, permutation)
+    return tiled if tiled is not None else _transpose(value, dims, permutation)
 
 
 # -- step 3b: the general linalg.generic ---------------------------------------------------------------

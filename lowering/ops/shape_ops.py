@@ -24,6 +24,7 @@ from ..scalar import conversion
 from ..scalar.arithmetic import Elem
 from . import transpose_tiles
 from .elementwise import generic
+from .linear_algebra import reassociation
 
 DYNAMIC = ir.ShapedType.get_dynamic_stride_or_offset
 
@@ -100,12 +101,6 @@ def _reshape_groups(src: Sequence[int], dst: Sequence[int]) -> tuple[list[list[i
     return src_groups, dst_groups
 
 
-def _reassociation(groups: list[list[int]]) -> ir.ArrayAttr:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in g])
-                             for g in groups])
-
-
 @lowers("reshape")
 def lower_reshape(v: OpView) -> ir.Value:
     src, dst = v.shapes["operand"].dimensions, v.result_shape.dimensions
@@ -117,9 +112,9 @@ def lower_reshape(v: OpView) -> ir.Value:
     middle = [math.prod(src[d] for d in g) for g in src_groups]
     if len(middle) != len(src):
         value = tensor.CollapseShapeOp(_tensor_type(middle, elem), value,
-                                       _reassociation(src_groups)).result
+                                       reassociation(src_groups)).result
     if len(middle) != len(dst):
-        value = tensor.ExpandShapeOp(_tensor_type(dst, elem), value, _reassociation(dst_groups),
+        value = tensor.ExpandShapeOp(_tensor_type(dst, elem), value, reassociation(dst_groups),
                                      [], list(dst)).result
     return value
 
@@ -132,9 +127,9 @@ def lower_transpose(v: OpView) -> ir.Value:
     perm = list(v.attrs["permutation"])
     if perm == sorted(perm):
         return v.args["operand"]
-    dims = v.shapes["operand"].dimensions
-    if transpose_tiles.applies(dims, perm, _element_type(v)):
-        return transpose_tiles.transpose_tiles(v.args["operand"], dims, perm)
+    tiled = transpose_tiles.tiled(v.args["operand"], v.shapes["operand"].dimensions, perm)
+    if tiled is not None:
+        return tiled
     init = _empty(v.result_shape.dimensions, _element_type(v))
     return _value(linalg.transpose(v.args["operand"], outs=[init], permutation=perm))
 

@@ -32,6 +32,7 @@ from mlir.dialects import arith, scf, tensor, vector
 
 from ..register_transpose import transposed
 from .indexing import DYNAMIC
+from .linear_algebra import reassociation
 
 TILE_BYTES = 32  # one tile row: an AVX2 register (8 x f32), half a cache line
 # Tiles are visited by blocks of BLOCK x BLOCK elements: the rows of x and of the result
@@ -180,6 +181,45 @@ def transpose_tiles(x: ir.Value, dims: Sequence[int], permutation: Sequence[int]
     if whole_b < dims[b] or whole_m < dims[m]:
         out = nest(0, {}, out, edge_tiles)
     return out
+
+
+def _runs(permutation: Sequence[int]) -> list[list[int]]:
+    """The result's dimensions cut into runs of operand dimensions that stay adjacent and
+    in order (each run one dimension of a collapsed view), in result order."""
+    runs: list[list[int]] = []
+    for p in permutation:
+        if runs and runs[-1][-1] + 1 == p:
+            runs[-1].append(p)
+        else:
+            runs.append([p])
+    return runs
+
+
+def tiled(x: ir.Value, dims: Sequence[int], permutation: Sequence[int]) -> ir.Value | None:
+    """`x` transposed by tiles (`transpose_tiles`) if that applies to it or to the view
+    whose dimensions are its runs of dimensions that stay together (`_runs`: OIHW ->
+    HWIO is [O, I, H*W] -> [H*W, I, O], its minor run 9 long); None if neither."""
+    element = ir.RankedTensorType(x.type).element_type
+    if applies(dims, permutation, element):
+        return transpose_tiles(x, dims, permutation)
+    runs = _runs(permutation)
+    if len(runs) == len(dims) or len(runs) < 2:
+        return None
+    by_operand = sorted(runs)  # runs are disjoint intervals: sorted by their first dimension
+    view_dims = [math.prod(dims[d] for d in run) for run in by_operand]
+    view_permutation = [by_operand.index(run) for run in runs]
+    if not applies(view_dims, view_permutation, element):
+        return None
+    view = tensor.CollapseShapeOp(ir.RankedTensorType.get(view_dims, element), x,
+                                  reassociation(by_operand)).result
+    moved = transpose_tiles(view, view_dims, view_permutation)
+    out_dims = [dims[p] for p in permutation]
+    out_groups, k = [], 0
+    for run in runs:
+        out_groups.append(list(range(k, k + len(run))))
+        k += len(run)
+    return tensor.ExpandShapeOp(ir.RankedTensorType.get(out_dims, element), moved,
+                                reassociation(out_groups), [], out_dims).result
 
 
 def _parallel_chunk(whole_m: int, t: int, total_bytes: int) -> int | None:
