@@ -33,6 +33,7 @@ from .passes.jit_wrappers import entry_not_inlined
 from .passes.lane_folds import transposed_lane_folds
 from .passes.loop_hints import no_outer_unrolling
 from .passes.loop_state import loop_state_in_place
+from .passes.outline_nests import outline_loop_nests
 from .passes.parallel_outputs import outputs_as_inputs
 from .passes.parallel_tasks import outline_parallel_loops, parallel_tasks_to_llvm
 from .passes.register_tiles import register_tiles_as_rows
@@ -152,6 +153,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         # Loops containing loops not unrolled by LLVM (its copies of the inner loops cost
         # JIT time for nothing: our schedules unrolled what pays).
         no_outer_unrolling,
+        # Large loop nests of large functions as functions of their own: what the split
+        # JIT's second engine may take (inlined back where it does not).
+        outline_loop_nests,
         "convert-scf-to-cf",
         "canonicalize",
     ]),

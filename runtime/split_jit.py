@@ -6,6 +6,8 @@ parallel loops (lowering/passes/parallel_tasks.py) are often most of its code an
 only ever called through a pointer (the dispatcher's): when they are large enough
 (`MIN_GAIN_OPS`), the largest of them move to a second module that a second engine
 compiles on another thread while the first compiles the rest (`start`, `Started.finish`).
+So may the loop nests outlined from a large entry function for this
+(lowering/passes/outline_nests.py), called through their slots.
 
 Neither engine may wait for the other's addresses while it links (the two compiles
 would run one after the other again), so every reference between the two modules goes
@@ -44,7 +46,9 @@ EXPORT_PREFIX = "_mlir_xlamlir_export_"
 # second engine's set-up and thread cost. Measured (whole -> split, ms of compile):
 # axpy 38 -> 31, softmax 104 -> 98, matmul 512^3 97 -> 80, attention 305 -> 252.
 MIN_GAIN_OPS = 100
-_BODY = re.compile(r".+_parallel_\d+_body\Z")
+# What may move: the parallel loops' bodies and the loop nests outlined for the split
+# (lowering/passes/outline_nests.py).
+_BODY = re.compile(r".+_(parallel_\d+_body|nest_\d+)\Z")
 # Operations of a function body that name a symbol and are rewritten across modules.
 _CALL, _ADDRESS = "llvm.call", "llvm.mlir.addressof"
 # Operations naming a symbol that are not rewritten: a body holding one stays.

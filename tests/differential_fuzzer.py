@@ -31,6 +31,7 @@ from differential_fuzzer_ops import CUSTOM_CALLS, StructuredOps
 from reference import evaluate
 
 import xlamlir as xm
+from xlamlir.lowering.passes import outline_nests
 from xlamlir.runtime import split_jit as split_jit_module
 
 FLOATS = [np.dtype(np.float32), np.dtype(np.float64)]
@@ -624,14 +625,20 @@ def canonical_ties(values: np.ndarray, keys: np.ndarray, dim: int) -> np.ndarray
 def check_case(case: Case, split_jit: bool = False) -> str | None:
     """Compile and run `case`; None if it matches the reference interpreter, else why not.
     `split_jit`: every parallel loop's body compiled by the second engine, however small
-    (runtime/split_jit.py: the program's machine code in two modules linked by slots)."""
+    (runtime/split_jit.py: the program's machine code in two modules linked by slots),
+    and every loop nest of the entry function up to half its size outlined for it
+    (lowering/passes/outline_nests.py), however small."""
     if split_jit:
-        saved = split_jit_module.MIN_GAIN_OPS
-        split_jit_module.MIN_GAIN_OPS = 1
+        knobs = [(split_jit_module, "MIN_GAIN_OPS", 1), (outline_nests, "FUNCTION_MIN_OPS", 0),
+                 (outline_nests, "FUNCTION_SHARE", 0.0), (outline_nests, "NEST_MIN_OPS", 1)]
+        saved = [getattr(module, name) for module, name, _ in knobs]
+        for module, name, value in knobs:
+            setattr(module, name, value)
         try:
             exe = xm.compile(case.computation)
         finally:
-            split_jit_module.MIN_GAIN_OPS = saved
+            for (module, name, _), value in zip(knobs, saved):
+                setattr(module, name, value)
     else:
         exe = xm.compile(case.computation)
     got = exe(*case.args)

@@ -97,7 +97,7 @@ def _public(function: Any) -> bool:
     return "sym_visibility" not in attrs or ir.StringAttr(attrs["sym_visibility"]).value == "public"
 
 
-def _outside_values(loop: Any) -> tuple[list[ir.Value], list[Any], list[tuple[Any, int, ir.Value]]]:
+def outside_values(loop: Any) -> tuple[list[ir.Value], list[Any], list[tuple[Any, int, ir.Value]]]:
     """(values defined outside `loop` that it reads (its bounds too: the body function
     computes the trip counts), in first-use order; the sinkable ops among their
     definitions; (op, operand number, value) of each such read inside the loop, i.e.
@@ -160,7 +160,7 @@ def _outline(function: Any, loop: Any, name: str) -> None:
     body = loop.regions[0].blocks[0]
     rank = len(body.arguments)
     lbs, ubs, steps = (list(loop.operands)[k * rank:(k + 1) * rank] for k in range(3))
-    captured, sunk, reads = _outside_values(loop)
+    captured, sunk, reads = outside_values(loop)
     types = [v.type for v in captured]
     with loop.location:
         # The body function: first, last, then the captured values.
