@@ -9,6 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 from mlir import ir
+from test_aligned_loop_inputs import rnn
 
 import xlamlir as xm
 from xlamlir.dialect.context import new_context
@@ -24,23 +25,9 @@ def _without_the_pass() -> xm.Pipeline:
     return xm.Pipeline([(n, [q for q in p.passes(n) if q is not outline_loop_nests]) for n in p.stage_names])
 
 
-def _rnn(steps: int = 20, n: int = 256) -> xm.XlaComputation:
-    """h <- tanh(W h + U x_t): the matrix-vector products' loop nests inside the while
-    loop, which is all of main."""
-    b = xm.XlaBuilder("rnn")
-    w, u, xs, h0 = (b.parameter(i, S(F32, s)) for i, s in enumerate([(n, n), (n, n), (steps, n), (n,)]))
-
-    def cond(t: xm.XlaOp) -> xm.XlaOp:
-        return t.builder.lt(t.builder.get_tuple_element(t, 0), t.builder.constant(np.int32(steps)))
-
-    def body(t: xm.XlaOp) -> xm.XlaOp:
-        bb = t.builder
-        i, w, u, xs, h = (bb.get_tuple_element(t, j) for j in range(5))
-        x_t = bb.reshape(bb.dynamic_slice(xs, [i, bb.constant(np.int32(0))], [1, n]), (n,))
-        return bb.tuple([i + np.int32(1), w, u, xs, bb.tanh(bb.dot(w, h) + bb.dot(u, x_t))])
-
-    loop = b.while_(cond, body, b.tuple([b.constant(np.int32(0)), w, u, xs, h0]))
-    return b.build(b.get_tuple_element(loop, 4))
+def _rnn() -> xm.XlaComputation:
+    """The matrix-vector products' loop nests inside a while loop that is all of main."""
+    return rnn(20, 256)
 
 
 def _fft() -> xm.XlaComputation:

@@ -32,17 +32,12 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import func
 
-from .parallel_tasks import outside_values
+from .parallel_tasks import outside_values, public_function
 
 NEST_MIN_OPS = 60
 FUNCTION_MIN_OPS = 200
 FUNCTION_SHARE = 0.6
 _STACK = ("memref.alloca", "memref.alloca_scope")
-
-
-def _public(function: Any) -> bool:
-    attrs = function.attributes
-    return "sym_visibility" not in attrs or ir.StringAttr(attrs["sym_visibility"]).value == "public"
 
 
 def _size(op: Any) -> int:
@@ -129,7 +124,7 @@ def outline_loop_nests(module_op: Any, pass_: Any) -> None:
     sizes = [_size(function) for function in functions]
     total = sum(sizes)
     for function, size in zip(functions, sizes):
-        if size < FUNCTION_MIN_OPS or size < total * FUNCTION_SHARE or not _public(function):
+        if size < FUNCTION_MIN_OPS or size < total * FUNCTION_SHARE or not public_function(function):
             continue
         found: list[Any] = []
         _nests(function.regions[0].blocks[0], size // 2, found)

@@ -83,7 +83,7 @@ def outline_parallel_loops(module_op: Any, pass_: Any) -> None:
     # blocked nothing would run them. Our lowering emits computations inline, so private
     # functions with loops do not occur; a user's stay sequential.
     functions = [op for op in module.regions[0].blocks[0].operations
-                 if op.operation.name == "func.func" and len(op.regions[0].blocks) and _public(op)]
+                 if op.operation.name == "func.func" and len(op.regions[0].blocks) and public_function(op)]
     for function in functions:
         name = ir.StringAttr(function.attributes["sym_name"]).value
         loops = [loop for loop in _outermost_parallel_loops(function.operation)
@@ -92,7 +92,7 @@ def outline_parallel_loops(module_op: Any, pass_: Any) -> None:
             _outline(function.operation, loop, f"{name}_parallel_{i}")
 
 
-def _public(function: Any) -> bool:
+def public_function(function: Any) -> bool:
     attrs = function.attributes
     return "sym_visibility" not in attrs or ir.StringAttr(attrs["sym_visibility"]).value == "public"
 
