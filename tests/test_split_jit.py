@@ -76,7 +76,8 @@ def exp_and_sums() -> xm.XlaComputation:
     return b.build(b.tuple([b.exp(x), sums]))
 
 
-def _arguments(computation: xm.XlaComputation) -> list[np.ndarray]:
+def arguments(computation: xm.XlaComputation, scale: float = 1.0) -> list[np.ndarray]:
+    """Normal random values times `scale` for every parameter (complex ones too)."""
     rng = np.random.default_rng(7)
     out = []
     for shape in computation.program_shape()[0]:
@@ -84,7 +85,7 @@ def _arguments(computation: xm.XlaComputation) -> list[np.ndarray]:
         data = rng.standard_normal(shape.dimensions)
         if dtype.kind == "c":
             data = data + 1j * rng.standard_normal(shape.dimensions)
-        out.append(data.astype(dtype))
+        out.append((data * scale).astype(dtype))
     return out
 
 
@@ -97,7 +98,7 @@ def _bits(result: object) -> list[bytes]:
 def test_a_split_program_computes_the_same_bits(make: Callable[[], xm.XlaComputation],
                                                 always_split: Callable[[bool], None]) -> None:
     computation = make()
-    args = _arguments(computation)
+    args = arguments(computation)
     split = xm.compile(computation)
     assert isinstance(split._engine, split_jit.LinkedEngines)
     assert split._engine.links
@@ -284,7 +285,7 @@ def test_a_split_program_from_the_disk_cache(always_split: Callable[[bool], None
     monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("XLAMLIR_KEEP_OBJECT", raising=False)
     computation = attention()
-    args = _arguments(computation)
+    args = arguments(computation)
     first = xm.compile(computation)
     assert isinstance(first._engine, split_jit.LinkedEngines)
     want = _bits(first(*args))

@@ -95,9 +95,11 @@ def _fill_only_the_border(copy: Any, before: dict[Any, list[Any]]) -> None:
 
 
 def _plain_copy(op: Any) -> bool:
-    """A linalg.copy between two memrefs of one element type (a convolution's padded
-    input, lowering/passes/schedules.py): else the affine path's scalar loop nest, which
-    LLVM vectorized at great cost (a strided NCHW conv's two such nests: ~75 ms of JIT)."""
+    """A copy of rank > 0 between two memrefs of one shape and element type: every
+    memref.copy (its verifier requires the rest), and a linalg.copy of memrefs (a
+    convolution's padded input, lowering/passes/schedules.py), which the affine path
+    made a scalar loop nest that LLVM vectorized at great cost (a strided NCHW conv's
+    two such nests: ~75 ms of JIT)."""
     if len(op.operands) != 2 or not all(isinstance(v.type, ir.MemRefType) for v in op.operands):
         return False
     source, target = (ir.MemRefType(v.type) for v in op.operands)
@@ -113,13 +115,12 @@ def strided_copies_as_loops(op: Any, pass_: Any) -> None:
     contiguous: list[Any] = []  # linalg.copy ops between contiguous buffers: a memcpy
 
     def visit(inner: Any) -> ir.WalkResult:
-        if inner.name == "memref.copy":
+        if inner.name in ("memref.copy", "linalg.copy") and _plain_copy(inner):
             source, target = (ir.MemRefType(v.type) for v in inner.operands)
-            if source.rank > 0 and not (_contiguous(source) and _contiguous(target)):
+            if not (_contiguous(source) and _contiguous(target)):
                 found.append(inner)
-        elif inner.name == "linalg.copy" and _plain_copy(inner):
-            source, target = (ir.MemRefType(v.type) for v in inner.operands)
-            (contiguous if _contiguous(source) and _contiguous(target) else found).append(inner)
+            elif inner.name == "linalg.copy":
+                contiguous.append(inner)
         return ir.WalkResult.ADVANCE
 
     op.walk(visit)
