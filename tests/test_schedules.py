@@ -296,6 +296,60 @@ def test_both_avx512_k_blocks_compute_the_product() -> None:
     np.testing.assert_array_equal(results[0].view(np.uint32), results[1].view(np.uint32))
 
 
+@pytest.mark.parametrize("cpu, deep", [
+    ("skylake-avx512", (1024, 4)), ("sapphirerapids", (1024, 4)), ("znver4", (0, 0)),
+    ("x86-64-v4", (0, 0)), ("x86-64-v3", (0, 0)),
+])
+def test_deep_blocks_per_target_cpu(cpu: str, deep: tuple[int, int]) -> None:
+    # Intel's AVX-512 blocks go 1024 deep (4 panels) for a large C; the rest are 1024 deep.
+    p = schedules.Params.for_target(cpu)
+    assert (p.deep_kc, p.deep_nc) == deep
+
+
+@pytest.mark.parametrize("m, n, kc, nc", [
+    (1024, 512, 1024, 4),  # C 2 MB: 1 MB a core
+    (256, 1024, 256, 8),  # 512 KB a core: C stays in L2 across the 256-deep blocks
+])
+def test_deep_blocks_for_a_large_product(m: int, n: int, kc: int, nc: int) -> None:
+    """Intel's AVX-512 tiles on two cores, on any host: the blocks go 1024 deep x 4 panels
+    when a core's share of C is 1 MB or more (DEEP_C_BYTES), and then one block spans
+    K = 1024 and the accumulators start at zero. The same bits as the 256-deep blocks:
+    every tile's sums run in K order either way."""
+    p = schedules.replace(schedules.Params.for_target("sapphirerapids"), threads=2)
+    shallow = schedules.replace(p, deep_kc=0, deep_nc=0)
+    computation = _matmul(m, 1024, n)
+    exe = xm.compile(computation, xm.Pipeline.default().replace("tiled", schedules.scheduler(p)))
+    assert f"cache blocks [{nc}x32 columns, 64 rows, {kc} deep]" in schedules.last_script()
+    assert ("xlamlir.zero_accumulators" in schedules.last_script()) == (kc == 1024)
+    reference = xm.compile(computation, xm.Pipeline.default().replace("tiled", schedules.scheduler(shallow)))
+    assert "256 deep" in schedules.last_script()
+    x, w = _rand((m, 1024), 1), _rand((1024, n), 2)
+    x[3, :] = np.nan
+    x[5, 7] = np.inf
+    w[:, 9] = -0.0
+    got = exe(x, w)
+    np.testing.assert_array_equal(got.view(np.uint32), reference(x, w).view(np.uint32))
+    with np.errstate(invalid="ignore"):
+        want = x.astype(np.float64) @ w.astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_deep_blocks_count_f64_bytes_and_batch_sharing() -> None:
+    p = schedules.replace(schedules.Params.for_target("sapphirerapids"), threads=2)
+    mm = _matmul(512, 1024, 512, xm.F64)  # f64 C 2 MB: 1 MB a core
+    xm.compile(mm, xm.Pipeline.default().replace("tiled", schedules.scheduler(p)))
+    assert "1024 deep" in schedules.last_script()
+    xm.compile(_matmul(512, 1024, 512), xm.Pipeline.default().replace("tiled", schedules.scheduler(p)))
+    assert "256 deep" in schedules.last_script()  # f32: 512 KB a core
+    # Two products of a batch, one a core: each core's C is a whole 512 x 512 f32 product.
+    b = xm.XlaBuilder("bmm")
+    b.dot_general(b.parameter(0, xm.Shape.array(xm.F32, (2, 512, 1024))),
+                  b.parameter(1, xm.Shape.array(xm.F32, (2, 1024, 512))),
+                  xm.DotDimensionNumbers((2,), (1,), (0,), (0,)))
+    xm.compile(b.build(), xm.Pipeline.default().replace("tiled", schedules.scheduler(p)))
+    assert "1024 deep" in schedules.last_script()
+
+
 def test_params_for_an_unknown_target_cpu_names_the_known_ones() -> None:
     known = "known: host, native, x86-64-v4, skylake-avx512"
     with pytest.raises(xm.ArgumentError, match=f"unknown target_cpu 'skylake-avx5'; {known}"):

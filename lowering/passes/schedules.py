@@ -20,7 +20,8 @@ dot_general makes of transposed operands: A stored [K, M], B stored [N, K]):
      each thread's tile (`fuse_into_containing_op`), and the epilogue runs on that
      thread's block of C while it is still in cache.
   3. Cache tiling [NC panels, MC rows, KC] in the order (n1, k, m) (BLIS: a KC x NC
-     block of Bp stays in L2, each NR panel of it in L1 across the rows). When the
+     block of Bp stays in L2, each NR panel of it in L1 across the rows; Params' deep
+     blocks where C is large: fewer passes over C, which no longer stays in L2). When the
      cores split the columns (N/NR panels divide evenly, or nearly: 31 = 16 + 15; KC
      divides K), B is packed
      a block at a time inside that loop nest (the transpose fused into the k-block
@@ -97,6 +98,7 @@ from .zero_accumulators import start_accumulators_at_zero
 
 TAG = "xlamlir.schedule"  # marks the ops a script handles, by index
 ANY = "!transform.any_op"
+DEEP_C_BYTES = 1 << 20  # a core's share of C from which `Params.deep_kc` applies
 MIN_FLOPS = 2 * 64**3  # below this the packing and loop overheads are not worth it
 STRICT = False  # raise when a schedule fails instead of falling back (tests set it)
 
@@ -164,11 +166,16 @@ class Params:
     mc: int = 64  # rows of A per cache block
     nc: int = 16  # Bp panels per cache block (16 x 16 floats = 256 columns)
     kc: int = 256  # depth of a cache block
+    # Blocks for products whose C, per core, does not stay in L2 across the K blocks
+    # (DEEP_C_BYTES or more): `deep_kc` deep x `deep_nc` panels (0: the same as the rest).
+    deep_kc: int = 0
+    deep_nc: int = 0
 
     @classmethod
     def for_target(cls, target_cpu: str = "host") -> Params:
         """The tiles for an LLVM CPU name: 8 x 32 (16 zmm accumulators, cache blocks of
-        8 panels x 1024 deep on AMD's and x86-64-v4, 256 deep on Intel's) where it has
+        8 panels x 1024 deep on AMD's and x86-64-v4, 256 deep on Intel's, 4 x 1024 there
+        for a C of 1 MB or more a core: `_for_size`) where it has
         AVX-512 (`AVX512_CPUS`), else 6 x 16 (12 ymm
         with AVX2, blocks of 16 panels x 1024 deep; `OTHER_CPUS`). "host"
         (or "native") reads /proc/cpuinfo. Threads: the cores this process may run on.
@@ -193,7 +200,14 @@ class Params:
             # (48 KB L1, 2 MB L2; 2 cores, interleaved), relu(x@W+b) 256x1024x1024 1.98
             # -> 1.81 ms, 128x1024x1024 -14%, 256x2048x2048 -10%, 512 rows or more and
             # 1024^3 the same (within 2%), convolutions unaffected.
-            return cls(threads=threads, mr=8, nr=32, nc=8, kc=1024 if deep else 256)
+            # Intel's, for a C of 1 MB or more a core: 1024 deep too, 4 panels a block
+            # (B's block 512 KB): each pass of the K blocks over C went to L3 for it.
+            # Measured here (interleaved, one process): 1024^3 7.13-7.40 -> 6.61-6.88 ms,
+            # 2048^3 55.6 -> 52.4, 1024x1024 @ 1024x1024 + relu 7.10 -> 6.84, 512 rows x
+            # 1024 x 1024 3.52 -> 3.44; with 256 rows (C 512 KB a core) 1.70 -> 1.78 and
+            # with 128 1.04 -> 1.14, so those keep the 256-deep blocks.
+            intel_deep = {} if deep else {"deep_kc": 1024, "deep_nc": 4}
+            return cls(threads=threads, mr=8, nr=32, nc=8, kc=1024 if deep else 256, **intel_deep)
         # 12 ymm accumulators of 16. KC up to 1024 deep here too: measured on Zen 3 (32 KB
         # L1, 512 KB L2, AVX2), interleaved runs, against 256 deep: 512^3 -18%, 1024^3 -12%,
         # relu(x@W+b) 256x1024x1024 -23% (one block spans K: accumulators start at zero
@@ -229,6 +243,18 @@ def _for_element(p: Params, mm: Any) -> Params:
     if _matmul_element(mm) is ir.F64Type:
         return replace(p, nr=max(2, p.nr // 2))
     return p
+
+
+def _for_size(p: Params, mm: Any, m: int, n: int, batch: int) -> Params:
+    """`p` with its deep cache blocks when each core's share of C (one product of a batch
+    a core computes alone, or its part of one the cores split) is DEEP_C_BYTES or more."""
+    if not p.deep_kc:
+        return p
+    sharing = max(1, p.threads // batch) if batch else p.threads
+    element_bytes = 8 if _matmul_element(mm) is ir.F64Type else 4
+    if m * n * element_bytes < DEEP_C_BYTES * sharing:
+        return p
+    return replace(p, kc=p.deep_kc, nc=p.deep_nc or p.nc)
 
 
 def _shape(value: ir.Value) -> list[int]:
@@ -1015,7 +1041,7 @@ def _apply(op: Any, found: list[tuple[Any, tuple[int, ...]]], p: Params, parts: 
         for target, shape in found:
             if target.name != "linalg.conv_2d_nhwc_hwcf":
                 m, n, k, batch = shape
-                pe = _for_element(p, target)
+                pe = _for_size(_for_element(p, target), target, m, n, batch)
                 for i, columns, nr, fused in _pack_matmul(target, index, pe):
                     part = _part_params(pe, nr, columns, n)
                     parts.append(_matmul_script(i, part, (m, columns, k), fused, batch))
