@@ -27,7 +27,7 @@ from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
 from ..lowering.passes.parallel_tasks import defines_shared_functions
 from ..lowering.patterns.boundary import DYNAMIC_STRIDES_ATTR, entry_result_shape, result_leaf_shapes
 from ..lowering.pipeline import Pipeline
-from . import disk_cache, fork_safety, parallel_runtime, split_jit
+from . import disk_cache, fork_safety, parallel_runtime, split_jit, task_pool
 from .custom_calls import bind_custom_calls
 from .executable import Executable
 from .inspection import compile_stats, dump_compilation
@@ -65,15 +65,21 @@ _async_runtime: list[Any] = []
 
 
 def load_async_runtime() -> None:
-    """Load the wheels' async runtime (the thread pool running the tasks of parallel loops,
-    lowering/passes/parallel_tasks.py) into the process, once; the JIT resolves its symbols there.
+    """Load the thread pool running the tasks of parallel loops (lowering/passes/
+    parallel_tasks.py) into the process, once: ours (runtime/task_pool.py), else the
+    wheels' async runtime; the JIT and the disk cache's libraries resolve its symbols there.
 
     Not through ExecutionEngine's shared_libs: destroying any engine then calls the
     library's `__mlir_execution_engine_destroy`, which frees the process-wide default
     runtime under every other live engine (the next parallel loop crashes)."""
     fork_safety.pool_loaded()
     with _cache_lock:
-        if not _async_runtime and os.path.exists(_mlir_lib("libmlir_async_runtime.so")):
+        if _async_runtime:
+            return
+        ours = task_pool.library()
+        if ours is not None:
+            _async_runtime.append(ours)
+        elif os.path.exists(_mlir_lib("libmlir_async_runtime.so")):
             _async_runtime.append(ctypes.CDLL(_mlir_lib("libmlir_async_runtime.so"),
                                               mode=ctypes.RTLD_GLOBAL))
 

@@ -14,7 +14,8 @@ one that does not check out (truncated, garbled, another key) is deleted and the
 compiled and written again. A compile hands the link and the write to a background
 thread and returns (runtime/cache_writer.py): `flush()` waits for them, the process
 does before it exits, and a load of a key being written waits for it. The folder
-`fastcall/` holds the C call path's built module (runtime/fastcall.py); `clear()` removes it.
+`fastcall/` holds the library's built C (the call path, runtime/fastcall.py; the thread pool,
+runtime/task_pool.py); `clear()` removes it.
 
 The key hashes everything the machine code depends on: the module text, the pipeline
 (textual passes by their text, the library's own Python passes by module:qualname), the
@@ -61,7 +62,8 @@ _RECOMPILE_ENV = ("XLAMLIR_DUMP_PASSES", "XLAMLIR_PASS_TIMING", "XLAMLIR_STAGE_L
 _MAGIC = b"xlamlir-cache\0\0\0"
 _HEADER = struct.Struct("<16sII32s")  # magic, format, metadata length, SHA-256 of the rest
 _STALE_S = 3600  # a temporary file this old was left by a process that died
-#: Where runtime/fastcall.py builds its module, one file per source/Python/numpy/compiler.
+#: Where the library's C is built (runtime/c_build.py): the call path's module
+#: (runtime/fastcall.py) and the thread pool (runtime/task_pool.py), one file per build key.
 FASTCALL_FOLDER = "fastcall"
 _PACKAGE = __name__.split(".")[0]
 _ROOT = Path(__file__).resolve().parents[1]
@@ -506,8 +508,8 @@ def clear(directory: str | None = None) -> int:
 
 
 def _clear_fastcall(folder: str) -> None:
-    """Remove the C call path's built modules and their folder: nothing else deletes the
-    old builds (~30 KB each). A process that loaded one keeps it (the file stays mapped);
+    """Remove the built C (call path modules, thread pools) and their folder: nothing else
+    deletes the old builds (~30 KB each). A process that loaded one keeps it (the file stays mapped);
     another process's build under way keeps its temporary files, and so the folder."""
     try:
         scan = list(os.scandir(folder))
@@ -519,7 +521,7 @@ def _clear_fastcall(folder: str) -> None:
             stale = now - item.stat(follow_symlinks=False).st_mtime > _STALE_S
         except OSError:
             continue
-        if item.name.startswith("_fastcall-") or (item.name.startswith(".tmp-") and stale):
+        if item.name.startswith(("_fastcall-", "_taskpool-")) or (item.name.startswith(".tmp-") and stale):
             _remove(item.path)
     try:
         os.rmdir(folder)
