@@ -18,7 +18,9 @@ from targets_support import TARGETS, compile_for
 
 import xlamlir as xm
 from xlamlir.dialect.context import new_context
+from xlamlir.lowering.ops import sort_parallel
 from xlamlir.lowering.ops.sort_parallel import CHUNKS, GROUPS, PARALLEL_MIN, SCRATCH, chunk_shift
+from xlamlir.runtime.compiler import clear_cache
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -242,8 +244,10 @@ def test_sequential_pipeline_same_bits() -> None:
 
 def test_parallel_radix_ir() -> None:
     # 2**20 f32: 4 chunks of 2**18, 2 streams each (8 rows of 2048 counts: the top 11
-    # key bits). A forall counts per stream (and the NaNs); a second scatters the keys,
-    # computed from the input, by the top digit; a forall of 16 groups of buckets on
+    # key bits). A forall counts per stream (and the NaNs); when the top digits fall in a
+    # few neighbouring buckets, foralls find the keys' extremes and count again by the
+    # range's digit (else they run no iteration); one of two scatters the keys, computed
+    # from the input, by the top or the range's digit; a forall of 16 groups of buckets on
     # tensors sorts each bucket by its 3 lower 7-bit digits (a table of 128 counts per
     # digit and group), or 2 of 11 bits for large buckets, and writes its slice of the
     # result; then the NaNs go back in order.
@@ -256,8 +260,13 @@ def test_parallel_radix_ir() -> None:
         CHECK: scf.forall (%{{.*}}) in (4) {
         CHECK-NOT: memref<1048576xi32>
         CHECK: memref.store {{.*}} : memref<4xindex>
-        CHECK: scf.forall (%{{.*}}) in (4) {
+        CHECK: scf.forall (%{{.*}}) in (%{{.*}}) {
+        CHECK: math.ctlz
+        CHECK: scf.forall (%{{.*}}) in (%{{.*}}) {
+        CHECK: scf.forall (%{{.*}}) in (%{{.*}}) {
         CHECK: tensor.extract {{.*}} : tensor<1048576xf32>
+        CHECK: memref.store {{.*}} : memref<1048576xi32>
+        CHECK: scf.forall (%{{.*}}) in (%{{.*}}) {
         CHECK: memref.store {{.*}} : memref<1048576xi32>
         CHECK: scf.forall (%{{.*}}) in (16) shared_outs
         CHECK: tensor.parallel_insert_slice {{.*}} : tensor<?xf32> into tensor<1048576xf32>
@@ -267,7 +276,7 @@ def test_parallel_radix_ir() -> None:
 
 
 def test_parallel_radix_prefetches_and_scratch_ir() -> None:
-    # 3 * 2**18 f32 (3 chunks; the scratch is not row-sized). The scatter prefetches
+    # 3 * 2**18 f32 (3 chunks; the scratch is not row-sized). The scatters prefetch
     # each bucket's position 2 KB (512 keys) ahead for writing; a bucket counts its
     # digits while prefetching its positions of the second buffer, which is the group's
     # part of the scratch (as a view indexed by row position) when the bucket fits in
@@ -279,7 +288,9 @@ def test_parallel_radix_prefetches_and_scratch_ir() -> None:
         CHECK-DAG: %[[FITS:.*]] = arith.constant {SCRATCH} : index
         CHECK: %[[SCRATCH:.*]] = memref.alloc() : memref<{GROUPS * SCRATCH}xi32>
         CHECK: scf.forall (%{{{{.*}}}}) in (3) {{
-        CHECK: scf.forall (%{{{{.*}}}}) in (3) {{
+        CHECK: math.ctlz
+        CHECK: scf.forall (%{{{{.*}}}}) in (%{{{{.*}}}}) {{
+        CHECK: scf.forall (%{{{{.*}}}}) in (%{{{{.*}}}}) {{
         CHECK: %[[NEXT:.*]] = arith.addi %[[POS:.*]], %[[AHEAD]] : index
         CHECK: %[[AT:.*]] = arith.minui %[[NEXT]], %c786431 : index
         CHECK: memref.prefetch %[[ROW:.*]][%[[AT]]], write, locality<3>, data : memref<786432xi32>
@@ -382,6 +393,97 @@ def test_keys_sharing_digits(case: str) -> None:
     assert_bits(alone, x[want], case)
     np.testing.assert_array_equal(i, want)
     assert_bits(v, x[want], case)
+
+
+def _narrow_cases(n: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(41)
+    one_value = np.full(n, -(1 << 30), np.int32)
+    one_value[::7] = -(1 << 30) + 1
+    return {
+        "s32 [0, 2^20)": rng.integers(0, 1 << 20, n).astype(np.int32),
+        "s32 [-100, 100]": rng.integers(-100, 101, n).astype(np.int32),
+        "s32 extremes": rng.choice(np.array([-(2**31), -(2**31) + 3], np.int32), n),
+        "s32 two values": one_value,
+        "u32 [2^32 - 5000, 2^32)": rng.integers(2**32 - 5000, 2**32, n, dtype=np.uint64).astype(np.uint32),
+        "u32 2047 values": rng.integers(0, 2047, n).astype(np.uint32),  # the digit's edge
+        "u32 2049 values": rng.integers(0, 2049, n).astype(np.uint32),  # one more: s = 1
+        # 1 and 4096 both present: 4095 spans 12 bits, yet 4096 >> 1 - 1 >> 1 = 2048 is one
+        # past the digit's buckets: s = 2.
+        "u32 [1, 4096]": np.concatenate([[1, 4096], rng.integers(1, 4097, n - 2)]).astype(np.uint32),
+        "u16 [300, 900)": rng.integers(300, 900, n).astype(np.uint16),
+        "s64 [-1000, 1000)": rng.integers(-1000, 1000, n).astype(np.int64),
+        "f32 [1, 1.001)": (1 + rng.random(n) / 1000).astype(np.float32),
+        "f32 +-0 and tiny": rng.choice(np.array([0.0, -0.0, 1e-45, -1e-45, 3e-45], np.float32), n),
+        "f16 [1, 2)": (1 + rng.random(n)).astype(np.float16),
+    }
+
+
+@pytest.mark.parametrize("case", list(_narrow_cases(8)))
+def test_keys_in_a_narrow_range(case: str) -> None:
+    """Keys whose top digits fall in a few neighbouring buckets are counted again by a
+    digit of their range (sort_parallel.py `_range_digit`): the stable sort's bits, alone
+    and with (key, index) pairs, both ways; at the digit's edges (2047 and 2049 values,
+    the range's minimum at 0 and at the type's extremes), for 16-, 32- and 64-bit keys."""
+    n = SIZES[2]
+    x = _narrow_cases(n)[case]
+    is_float = x.dtype.kind == "f"
+    kind = "TOTALORDER" if is_float else ("UNSIGNED" if x.dtype.kind == "u" else "SIGNED")
+
+    def desc(u: xm.XlaOp, v: xm.XlaOp, *_: xm.XlaOp) -> xm.XlaOp:
+        return u.builder.compare(u, v, "GT", kind)
+
+    def build(b, p):
+        iota = b.iota(xm.Shape.array(xm.S32, (n,)), 0)
+        pairs = [b.sort([p, iota], is_stable=True)] if x.dtype.itemsize <= 4 else []
+        return b.tuple([b.sort(p), b.sort(p, desc), *pairs])
+
+    got = run(build, x)
+    up, down = stable_order(order_keys(x, True)), stable_order(order_keys(x, False), True)
+    assert_bits(got[0], x[up], case)
+    assert_bits(got[1], x[down], case + " desc")
+    if x.dtype.itemsize <= 4:
+        values, order = got[2]
+        np.testing.assert_array_equal(order, up)
+        assert_bits(values, x[up], case)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint16, np.int64, np.float64, BF16],
+                         ids=lambda t: np.dtype(t).name)
+def test_range_digit_on_any_keys(monkeypatch: pytest.MonkeyPatch, dtype: object) -> None:
+    """The range path forced on every row (NARROW_SPAN above the bucket count): keys over
+    their whole range, NaNs (one largest key), +-0, +-inf, ties; alone and as pairs."""
+    monkeypatch.setattr(sort_parallel, "NARROW_SPAN", 1 << 12)
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", "off")
+    clear_cache()  # nothing compiled with the usual span is reused
+    n = SIZES[1]
+    x = special_values(dtype, n, 13)
+    pairs = np.dtype(dtype).itemsize <= 4
+
+    def build(b, p):
+        iota = b.iota(xm.Shape.array(xm.S32, (n,)), 0)
+        return b.tuple([b.sort(p), *([b.sort([p, iota], is_stable=True)] if pairs else [])])
+
+    try:
+        got = run(build, x)
+    finally:
+        clear_cache()
+    want = stable_order(order_keys(x, True))
+    assert_bits(got[0], x[want])
+    if pairs:
+        values, order = got[1]
+        np.testing.assert_array_equal(order, want)
+        assert_bits(values, x[want])
+
+
+def test_narrow_range_ir() -> None:
+    # The extremes, the second count and the range digit's scatter: parallel loops that
+    # run no iteration unless the first count found few neighbouring top digits.
+    b = xm.XlaBuilder("ir")
+    b.sort(b.parameter(0, shape(np.int32, (SIZES[0],))))
+    text = stage_text(b.build(), "linalg")
+    # Count, scatter and buckets; then extremes, count again and the range digit's scatter.
+    assert text.count("scf.forall (") == 6, text.count("scf.forall (")
+    assert "math.ctlz" in text
 
 
 def test_the_kernel_loops_are_not_unrolled() -> None:

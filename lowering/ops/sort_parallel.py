@@ -23,6 +23,14 @@ element) or i64 (key << 32 | position) pairs (several operands), as in
   split into GROUPS groups of about n / GROUPS elements each (by the bucket
   starts: a data-dependent split of work), one forall iteration on tensors per
   group, writing the group's contiguous slice of every result.
+- Keys in a narrow range (small integers: 1M s32 in [0, 2^20) all have one top
+  digit) fill a few neighbouring buckets of the first count (NARROW_SPAN). Then two
+  more foralls find the keys' exact minimum and maximum and count again by a digit of
+  the range (`_range_digit`: (key >> s) - (min >> s), s = 0 when the range has at most
+  2^TOP_DIGIT keys, every bucket then one key and left as it is), and the scatter is by
+  that digit; otherwise those foralls run no iteration. Measured (1M, 2 cores, numpy's
+  AVX-512 quicksort beside): s32 in [-100, 100] 4.9 -> 1.7 ms (numpy 1.4), [0, 1000)
+  5.1-5.3 -> 3.7 (1.8), [0, 2^20) 5.1 -> 4.5 (3.5), u32 in [0, 2^16) 5.0 -> 4.1 (3.5).
 - For the default float order (every NaN one key) the NaNs are then copied back
   in order from the row, as in the sequential radix sort.
 
@@ -47,6 +55,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, memref, scf, tensor
+from mlir.dialects import math as mlir_math
 
 from ...dialect.element_types import PrimitiveType
 from .indexing import DYNAMIC, element_type, index_const
@@ -87,6 +96,11 @@ GROUPS = 16
 # prefetches below, the staging in SCRATCH and the final copy together; 512 and 1024
 # bytes measured between.
 PREFETCH_BYTES = 2048
+# When every key's top digit falls within this many neighbouring buckets, the row is
+# counted again by a top digit of the keys' range, offset by their minimum (`_sort_row`):
+# 1M s32 in [0, 2^20) fell into one of the 2048 buckets, and the bucket's passes then ran
+# over all of it.
+NARROW_SPAN = 4
 # Buckets of at most this many elements are sorted between their passes in their
 # group's part of a GROUPS * SCRATCH buffer, which stays in cache from bucket to bucket,
 # instead of in their own positions of a second row-sized buffer (cold lines on every
@@ -95,6 +109,7 @@ SCRATCH = 1 << 16
 
 
 Digit = Callable[[ir.Value, int], ir.Value]  # (moved value, digit number) -> index
+Digit1 = Callable[[ir.Value], ir.Value]  # moved value -> its top digit, an index
 
 
 @dataclass(frozen=True)
@@ -154,7 +169,7 @@ def _for(lo: ir.Value | int, hi: ir.Value | int, body: Callable[[ir.Value], None
     return loop
 
 
-def _forall(count: int, body: Callable[[ir.Value], None]) -> None:
+def _forall(count: int | ir.Value, body: Callable[[ir.Value], None]) -> None:
     """One parallel iteration per chunk; the iterations write disjoint memref places."""
     loop = scf.ForallOp([0], [count], [1])
     with ir.InsertionPoint(loop.body):
@@ -173,6 +188,53 @@ def _prefetch_ahead(buffer: ir.Value, at: ir.Value, n: int) -> None:
 
 def _bump(table: ir.Value, at: list[ir.Value]) -> None:
     memref.store(arith.addi(memref.load(table, at), _i32(1)), table, at)
+
+
+def _few_top_digits(counts: ir.Value, streams: int, buckets: int) -> ir.Value:
+    """Whether the row's top digits (counted per stream) all fall within NARROW_SPAN
+    neighbouring buckets."""
+    def step(b: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
+        used = arith.constant(ir.IntegerType.get_signless(1), 0)
+        for v in range(streams):
+            some = arith.cmpi(arith.CmpIPredicate.ne, memref.load(counts, [index_const(v), b]), _i32(0))
+            used = arith.ori(used, some)
+        first = arith.select(used, arith.minui(carried[0], b), carried[0])
+        last = arith.select(used, arith.maxui(carried[1], b), carried[1])
+        return [first, last]
+
+    first, last = _range(index_const(0), index_const(buckets), [index_const(buckets), index_const(0)],
+                         step)
+    return arith.cmpi(arith.CmpIPredicate.ult, arith.subi(last, first), index_const(NARROW_SPAN))
+
+
+def _range_digit(lows: ir.Value, highs: ir.Value, chunks: int, width: int, top_bits: int,
+                 base: int, moved_type: ir.Type) -> tuple[Digit1, ir.Value]:
+    """(the top digit of the keys' range, whether it is the whole key) from the chunks'
+    smallest and largest moved values: the keys in [lo, hi], span the bits of hi - lo,
+    the digit is (key >> s) - (lo >> s) for the smallest s keeping it under 2^top_bits
+    (s = 0: each bucket holds one key). Every bucket's keys share their bits from s up,
+    which the buckets' passes over the lower digits leave as they are."""
+    lo = memref.load(lows, [index_const(0)])
+    hi = memref.load(highs, [index_const(0)])
+    for c in range(1, chunks):
+        lo = arith.minui(lo, memref.load(lows, [index_const(c)]))
+        hi = arith.maxui(hi, memref.load(highs, [index_const(c)]))
+    const = lambda v: arith.constant(moved_type, v)  # noqa: E731
+    lo, hi = arith.shrui(lo, const(base)), arith.shrui(hi, const(base))  # the keys
+    span = arith.subi(const(ir.IntegerType(moved_type).width), mlir_math.ctlz(arith.subi(hi, lo)))
+    s0 = arith.maxsi(arith.subi(span, const(top_bits)), const(0))
+    over = arith.cmpi(arith.CmpIPredicate.uge, arith.subi(arith.shrui(hi, s0), arith.shrui(lo, s0)),
+                      const(1 << top_bits))
+    shift = arith.minui(arith.addi(s0, arith.select(over, const(1), const(0))), const(width - top_bits))
+    offset = arith.shrui(lo, shift)
+    moved_shift = arith.addi(shift, const(base))
+    mask = const((1 << top_bits) - 1)
+
+    def digit(moved: ir.Value) -> ir.Value:
+        d = arith.andi(arith.subi(arith.shrui(moved, moved_shift), offset), mask)
+        return arith.index_castui(ir.IndexType.get(), d)
+
+    return digit, arith.cmpi(arith.CmpIPredicate.eq, shift, const(0))
 
 
 def parallel_radix(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], n: int,
@@ -211,7 +273,7 @@ def _sort_row(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], n: int
                        arith.constant(moved_type, (1 << count) - 1))
         return arith.index_castui(index, d)
 
-    def top_digit(moved: ir.Value) -> ir.Value:
+    def fixed_top_digit(moved: ir.Value) -> ir.Value:
         return bits_at(moved, width - top_bits, top_bits)
 
     def alloc(shape: list[int], t: ir.Type) -> ir.Value:
@@ -274,14 +336,17 @@ def _sort_row(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], n: int
 
         return _range(index_const(0), index_const(sub), carried, at_j)
 
-    def count(c: ir.Value) -> None:
+    def zero_counts(c: ir.Value) -> None:
         for k in range(STREAMS):
             stream = arith.addi(arith.muli(c, index_const(STREAMS)), index_const(k))
             _for(0, buckets, lambda b, stream=stream: memref.store(_i32(0), counts, [stream, b]))
 
+    def count(c: ir.Value) -> None:
+        zero_counts(c)
+
         def step(i: ir.Value, stream: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
             x, moved = moved_at(i)
-            _bump(counts, [stream, top_digit(moved)])
+            _bump(counts, [stream, fixed_top_digit(moved)])
             found = carried[0]
             if nan_last:
                 found = arith.addi(found, arith.select(is_nan(x, key_type), index_const(1),
@@ -291,6 +356,56 @@ def _sort_row(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], n: int
         memref.store(interleaved(c, [index_const(0)], step)[0], nans, [c])
 
     _forall(chunks, count)
+
+    def scatter_by(top_digit: Digit1) -> Callable[[ir.Value], None]:
+        def scatter(c: ir.Value) -> None:
+            def step(i: ir.Value, stream: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
+                moved = moved_at(i)[1]
+                at = [stream, top_digit(moved)]
+                pos = memref.load(starts, at)
+                memref.store(arith.addi(pos, _i32(1)), starts, at)
+                where = arith.index_castui(index, pos)
+                _prefetch_ahead(data[0], where, n)
+                memref.store(moved, data[0], [where])
+                return carried
+
+            interleaved(c, [], step)
+        return scatter
+
+    whole_key = narrowed = None
+    if rest > 0:
+        # Keys in a narrow range (small integers) fill a few neighbouring top digits: the
+        # row is then counted again by a digit of the range's own top bits
+        # (`_range_digit`), from the keys' exact minimum and maximum.
+        narrowed = _few_top_digits(counts, streams, buckets)
+        lows, highs = alloc([chunks], moved_type), alloc([chunks], moved_type)
+        for c in range(chunks):  # defined when the loop below runs no iteration
+            memref.store(arith.constant(moved_type, 0), lows, [index_const(c)])
+            memref.store(arith.constant(moved_type, 0), highs, [index_const(c)])
+
+        def extremes(c: ir.Value) -> None:
+            lo, hi = bounds(c)
+            found = _range(lo, hi, [arith.constant(moved_type, -1), arith.constant(moved_type, 0)],
+                           lambda i, m: [arith.minui(m[0], moved_at(i)[1]),
+                                         arith.maxui(m[1], moved_at(i)[1])])
+            memref.store(found[0], lows, [c])
+            memref.store(found[1], highs, [c])
+
+        only_if_narrowed = arith.select(narrowed, index_const(chunks), index_const(0))
+        _forall(only_if_narrowed, extremes)
+        range_digit, whole_key = _range_digit(lows, highs, chunks, width, top_bits, base, moved_type)
+        whole_key = arith.andi(narrowed, whole_key)
+
+        def recount(c: ir.Value) -> None:
+            zero_counts(c)
+
+            def step(i: ir.Value, stream: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
+                _bump(counts, [stream, range_digit(moved_at(i)[1])])
+                return carried
+
+            interleaved(c, [], step)
+
+        _forall(only_if_narrowed, recount)
 
     # Starts: buckets in order, chunks in order within a bucket (stability).
     loop = _loop(index_const(0), index_const(buckets), [_i32(0)])
@@ -304,22 +419,16 @@ def _sort_row(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], n: int
         scf.YieldOp([total])
     memref.store(index_const(n), bucket_start, [index_const(buckets)])
 
-    def scatter(c: ir.Value) -> None:
-        def step(i: ir.Value, stream: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
-            moved = moved_at(i)[1]
-            at = [stream, top_digit(moved)]
-            pos = memref.load(starts, at)
-            memref.store(arith.addi(pos, _i32(1)), starts, at)
-            where = arith.index_castui(index, pos)
-            _prefetch_ahead(data[0], where, n)
-            memref.store(moved, data[0], [where])
-            return carried
+    if narrowed is None:
+        _forall(chunks, scatter_by(fixed_top_digit))
+    else:
+        # Two scatters, one of no iterations: the constant shift of the usual one is the
+        # faster loop (one scatter by a variable shift and offset: a 1M f32 sort ran 5%
+        # slower; the second scatter costs ~30 ms of its compile, 200 -> 230 ms).
+        _forall(arith.select(narrowed, index_const(0), index_const(chunks)), scatter_by(fixed_top_digit))
+        _forall(only_if_narrowed, scatter_by(range_digit))
 
-        interleaved(c, [], step)
-
-    _forall(chunks, scatter)
-
-    results = _buckets(inputs, types, order, data, bucket_start, n, narrow, wide)
+    results = _buckets(inputs, types, order, data, bucket_start, n, narrow, wide, whole_key)
     if nan_last:
         found = index_const(0)
         for c in range(chunks):
@@ -330,9 +439,10 @@ def _sort_row(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], n: int
 
 def _buckets(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], order: KeyOrder,
              data: list[ir.Value], bucket_start: ir.Value, n: int, narrow: _LowSort,
-             wide: _LowSort | None) -> list[ir.Value]:
+             wide: _LowSort | None, whole_key: ir.Value | None) -> list[ir.Value]:
     """The results: each bucket of data[0] sorted by its low digits, one forall iteration
-    per group of buckets writing the group's slice of every result."""
+    per group of buckets writing the group's slice of every result; none when `whole_key`
+    holds (the top digit was the whole key, as `_range_digit` may make it)."""
     index = ir.IndexType.get()
     i32 = ir.IntegerType.get_signless(32)
     buckets = ir.MemRefType(bucket_start.type).shape[0] - 1
@@ -377,16 +487,25 @@ def _buckets(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], order: 
         def bucket(b: ir.Value, outs: list[ir.Value]) -> list[ir.Value]:
             s = memref.load(bucket_start, [b])
             e = memref.load(bucket_start, [arith.addi(b, index_const(1))])
-            if narrow.passes == 0:  # the top digit was the whole key
+
+            def as_is() -> list[ir.Value]:
                 return _range(s, e, outs, lambda i, o: write(
                     memref.load(data[0], [i]), o, arith.subi(i, lo)))
-            buffers = [data[0], _spare(data[1], data[2], g, s, e, n)]
-            if wide is None:
-                return _sort_bucket(s, e, lo, g, outs, buffers, narrow, write)
-            large = arith.cmpi(arith.CmpIPredicate.uge, arith.subi(e, s), index_const(WIDE_MIN))
-            return if_values(large, lambda: _sort_bucket(s, e, lo, g, outs, buffers, wide, write),
-                             lambda: _sort_bucket(s, e, lo, g, outs, buffers, narrow, write),
-                             [o.type for o in outs])
+
+            def by_low_digits() -> list[ir.Value]:
+                buffers = [data[0], _spare(data[1], data[2], g, s, e, n)]
+                if wide is None:
+                    return _sort_bucket(s, e, lo, g, outs, buffers, narrow, write)
+                large = arith.cmpi(arith.CmpIPredicate.uge, arith.subi(e, s), index_const(WIDE_MIN))
+                return if_values(large, lambda: _sort_bucket(s, e, lo, g, outs, buffers, wide, write),
+                                 lambda: _sort_bucket(s, e, lo, g, outs, buffers, narrow, write),
+                                 [o.type for o in outs])
+
+            if narrow.passes == 0:  # the top digit was the whole key
+                return as_is()
+            if whole_key is None:
+                return by_low_digits()
+            return if_values(whole_key, as_is, by_low_digits, [o.type for o in outs])
 
         def nonempty(b: ir.Value, outs: list[ir.Value]) -> list[ir.Value]:
             s = memref.load(bucket_start, [b])
