@@ -519,12 +519,20 @@ llvm.func internal @{PARALLEL_FOR}(%fn: !llvm.ptr, %ctx: !llvm.ptr, %total: i64,
   %cpu = {_CURRENT_CPU}
 {_field("job", _JOB, 4, "up")}
   llvm.store %cpu, %up : i32, !llvm.ptr
+  %cpu64 = llvm.sext %cpu : i32 to i64
+  %cpu_known = llvm.icmp "sge" %cpu64, %zero : i64
+  %cpu_block = llvm.urem %cpu64, %blocks : i64
+  %mine = llvm.select %cpu_known, %cpu_block, %zero : i1, i64
   %recs = llvm.alloca %blocks x {_RECORD} {{alignment = 8 : i64}} : (i64) -> !llvm.ptr
   %task = llvm.mlir.addressof @{_TASK} : !llvm.ptr
-  llvm.br ^submit(%one : i64)
+  llvm.br ^submit(%zero : i64)
 ^submit(%b: i64):
   %more = llvm.icmp "slt" %b, %blocks : i64
-  llvm.cond_br %more, ^next, ^own
+  llvm.cond_br %more, ^other, ^own
+^other:
+  %is_mine = llvm.icmp "eq" %b, %mine : i64
+  %b_next = llvm.add %b, %one : i64
+  llvm.cond_br %is_mine, ^submit(%b_next : i64), ^next
 ^next:
   %rec = llvm.getelementptr %recs[%b] : (!llvm.ptr, i64) -> !llvm.ptr, {_RECORD}
   llvm.store %job, %rec : !llvm.ptr, !llvm.ptr
@@ -536,22 +544,28 @@ llvm.func internal @{PARALLEL_FOR}(%fn: !llvm.ptr, %ctx: !llvm.ptr, %total: i64,
 {_field("rec", _RECORD, 3, "dp")}
   llvm.store %zero, %dp : i64, !llvm.ptr
   llvm.call @mlirAsyncRuntimeExecute(%rec, %task) : (!llvm.ptr, !llvm.ptr) -> ()
-  %b1 = llvm.add %b, %one : i64
-  llvm.br ^submit(%b1 : i64)
+  llvm.br ^submit(%b_next : i64)
 ^own:{_YIELD}
-  llvm.call %fn(%ctx, %zero, %size) : {_BODY}
-  llvm.br ^await(%one : i64)
+  %my_first = llvm.mul %mine, %size : i64
+  %my_end = llvm.add %my_first, %size : i64
+  %my_over = llvm.icmp "slt" %total, %my_end : i64
+  %my_last = llvm.select %my_over, %total, %my_end : i1, i64
+  llvm.call %fn(%ctx, %my_first, %my_last) : {_BODY}
+  llvm.br ^await(%zero : i64)
 ^await(%w: i64):
   %waiting = llvm.icmp "slt" %w, %blocks : i64
-  llvm.cond_br %waiting, ^wait, ^done
+  llvm.cond_br %waiting, ^awaited, ^done
+^awaited:
+  %w_mine = llvm.icmp "eq" %w, %mine : i64
+  %w_next = llvm.add %w, %one : i64
+  llvm.cond_br %w_mine, ^await(%w_next : i64), ^wait
 ^wait:
   %wrec = llvm.getelementptr %recs[%w] : (!llvm.ptr, i64) -> !llvm.ptr, {_RECORD}{_SPIN}
 {_field("wrec", _RECORD, 2, "wkp")}
   %wtoken = llvm.load %wkp : !llvm.ptr -> !llvm.ptr
   llvm.call @mlirAsyncRuntimeAwaitToken(%wtoken) : (!llvm.ptr) -> ()
   llvm.call @mlirAsyncRuntimeDropRef(%wtoken, %one) : (!llvm.ptr, i64) -> ()
-  %w1 = llvm.add %w, %one : i64
-  llvm.br ^await(%w1 : i64)
+  llvm.br ^await(%w_next : i64)
 ^done:{_MEASURED_PARALLEL}
   llvm.return
 }}
