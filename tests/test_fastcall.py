@@ -313,44 +313,6 @@ def test_no_compiler_keeps_the_ctypes_path(monkeypatch: pytest.MonkeyPatch) -> N
     assert exe._fast_run is None
 
 
-def test_built_once_into_the_cache_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(fastcall, "_state", {})
-    assert fastcall.module() is not None
-    (built,) = (tmp_path / "fastcall").glob("_fastcall-*")
-    assert not list((tmp_path / "fastcall").glob(".tmp-*"))
-
-    def no_build(*_: Any) -> None:
-        raise AssertionError("built again")
-
-    monkeypatch.setattr(fastcall, "_state", {})
-    monkeypatch.setattr(fastcall, "_build", no_build)
-    assert fastcall.module() is not None  # loaded, not built
-
-
-def test_a_damaged_build_in_the_cache_is_built_again(monkeypatch: pytest.MonkeyPatch,
-                                                      tmp_path: Any) -> None:
-    # Damaged before any process loaded it (a loaded file is only ever replaced, by rename).
-    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(fastcall, "_state", {})
-    target = fastcall._target(fastcall._compiler(), tmp_path / "fastcall")
-    target.parent.mkdir()
-    target.write_bytes(b"not an ELF file")
-    assert fastcall.module() is not None and fastcall.unavailable_reason() is None
-    assert target.read_bytes()[:4] == b"\x7fELF"
-
-
-def test_an_unusable_cache_directory_builds_in_a_temporary_one(monkeypatch: pytest.MonkeyPatch,
-                                                               tmp_path: Any) -> None:
-    blocker = tmp_path / "a_file"
-    blocker.write_text("")
-    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(blocker))  # fastcall/ cannot be made in it
-    monkeypatch.setattr(fastcall, "_state", {})
-    loaded = fastcall.module()
-    assert loaded is not None and fastcall.unavailable_reason() is None
-    assert not str(loaded.__file__).startswith(str(tmp_path))
-
-
 @pytest.mark.parametrize("target", TARGETS)
 def test_every_target_cpu(target: str) -> None:
     # The C path only calls the entry point; the code for each CPU variant runs the same.

@@ -1,5 +1,6 @@
 """The thread pool parallel loops run on (runtime/task_pool.py): ours where a C compiler
-exists, MLIR's async runtime otherwise or when turned off, the same bits either way."""
+exists, MLIR's async runtime otherwise or when turned off, the same bits either way.
+Its build in the cache directory: test_c_build.py."""
 
 from __future__ import annotations
 
@@ -11,14 +12,13 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 from test_parallel_tasks import inputs, matmul, softmax
 
 import xlamlir as xm
-from xlamlir.runtime import c_build, disk_cache, task_pool
+from xlamlir.runtime import c_build, task_pool
 from xlamlir.runtime.compiler import _async_runtime, load_async_runtime
 
 needs_cc = pytest.mark.skipif(shutil.which(c_build.compiler()[0]) is None
@@ -122,33 +122,3 @@ def test_mlir_runtime_without_our_pool_gives_the_same_bits(how: str, tmp_path: P
     assert ("is off" if how == "off" else "no C compiler") in child["why"]
     for got, path in zip(ours, paths):
         np.testing.assert_array_equal(np.load(path), got)
-
-
-@needs_cc
-def test_the_pool_is_built_once_per_cache_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(task_pool, "_state", {})
-    assert task_pool.library() is not None
-    (built,) = (tmp_path / "fastcall").glob("_taskpool-*.so")
-    assert not list((tmp_path / "fastcall").glob(".tmp-*"))
-
-    def no_build(*_: Any) -> None:
-        raise AssertionError("built again")
-
-    monkeypatch.setattr(task_pool, "_state", {})
-    monkeypatch.setattr(c_build, "compile_shared", no_build)
-    assert task_pool.library() is not None  # loaded, not built
-    disk_cache.clear(str(tmp_path))
-    assert not (tmp_path / "fastcall").exists()
-
-
-@needs_cc
-def test_a_damaged_build_in_the_cache_is_built_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    # Damaged before any process loaded it (a loaded file is only ever replaced, by rename).
-    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(task_pool, "_state", {})
-    target = task_pool._target(c_build.compiler(), tmp_path / "fastcall")
-    target.parent.mkdir()
-    target.write_bytes(b"not an ELF file")
-    assert task_pool.library() is not None and task_pool.unavailable_reason() is None
-    assert target.read_bytes()[:4] == b"\x7fELF"
