@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -82,11 +82,8 @@ def test_programs_called_from_many_threads_at_once() -> None:
             if not np.array_equal(programs[i % 2](), want[i % 2]):
                 failures.append(f"thread {i}")
 
-    threads = [threading.Thread(target=calls, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with ThreadPoolExecutor(6) as threads:
+        list(threads.map(calls, range(6)))
     assert not failures
 
 
