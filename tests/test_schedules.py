@@ -297,29 +297,33 @@ def test_both_avx512_k_blocks_compute_the_product() -> None:
 
 
 @pytest.mark.parametrize("cpu, deep", [
-    ("skylake-avx512", (1024, 4)), ("sapphirerapids", (1024, 4)), ("znver4", (0, 0)),
-    ("x86-64-v4", (0, 0)), ("x86-64-v3", (0, 0)),
+    ("skylake-avx512", True), ("sapphirerapids", True), ("znver4", False), ("x86-64-v4", False),
+    ("x86-64-v3", False),
 ])
-def test_deep_blocks_per_target_cpu(cpu: str, deep: tuple[int, int]) -> None:
-    # Intel's AVX-512 blocks go 1024 deep (4 panels) for a large C; the rest are 1024 deep.
+def test_deep_blocks_per_target_cpu(cpu: str, deep: bool) -> None:
+    # Intel's AVX-512 tiles go 12 x 32, 1024 deep (4 panels) for a large C; the rest are
+    # 1024 deep already.
     p = schedules.Params.for_target(cpu)
-    assert (p.deep_kc, p.deep_nc) == deep
+    assert p.deep == (schedules.DeepBlocks(mr=12, mc=96, nc=4, kc=1024) if deep else None)
 
 
-@pytest.mark.parametrize("m, n, kc, nc", [
-    (1024, 512, 1024, 4),  # C 2 MB: 1 MB a core
-    (256, 1024, 256, 8),  # 512 KB a core: C stays in L2 across the 256-deep blocks
+@pytest.mark.parametrize("m, n, blocks", [
+    # C 2 MB: 1 MB a core. 64 rows: the largest divisor of 1024 up to the 96 of mc.
+    (1024, 512, "[4x32 columns, 64 rows, 1024 deep], registers 12x32"),
+    # 512 KB a core: C stays in L2 across the 256-deep blocks
+    (256, 1024, "[8x32 columns, 64 rows, 256 deep], registers 8x32"),
 ])
-def test_deep_blocks_for_a_large_product(m: int, n: int, kc: int, nc: int) -> None:
-    """Intel's AVX-512 tiles on two cores, on any host: the blocks go 1024 deep x 4 panels
-    when a core's share of C is 1 MB or more (DEEP_C_BYTES), and then one block spans
-    K = 1024 and the accumulators start at zero. The same bits as the 256-deep blocks:
-    every tile's sums run in K order either way."""
+def test_deep_blocks_for_a_large_product(m: int, n: int, blocks: str) -> None:
+    """Intel's AVX-512 tiles on two cores, on any host: 12 x 32 register tiles in blocks
+    1024 deep x 4 panels when a core's share of C is 1 MB or more (DEEP_C_BYTES), and then
+    one block spans K = 1024 and the accumulators start at zero. The same bits as the
+    8 x 32 tiles in 256-deep blocks: every element's sum runs in K order either way."""
     p = schedules.replace(schedules.Params.for_target("sapphirerapids"), threads=2)
-    shallow = schedules.replace(p, deep_kc=0, deep_nc=0)
+    shallow = schedules.replace(p, deep=None)
     computation = _matmul(m, 1024, n)
     exe = xm.compile(computation, xm.Pipeline.default().replace("tiled", schedules.scheduler(p)))
-    assert f"cache blocks [{nc}x32 columns, 64 rows, {kc} deep]" in schedules.last_script()
+    kc = 1024 if "1024 deep" in blocks else 256
+    assert f"cache blocks {blocks}" in schedules.last_script()
     assert ("xlamlir.zero_accumulators" in schedules.last_script()) == (kc == 1024)
     reference = xm.compile(computation, xm.Pipeline.default().replace("tiled", schedules.scheduler(shallow)))
     assert "256 deep" in schedules.last_script()

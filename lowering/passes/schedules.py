@@ -98,7 +98,7 @@ from .zero_accumulators import start_accumulators_at_zero
 
 TAG = "xlamlir.schedule"  # marks the ops a script handles, by index
 ANY = "!transform.any_op"
-DEEP_C_BYTES = 1 << 20  # a core's share of C from which `Params.deep_kc` applies
+DEEP_C_BYTES = 1 << 20  # a core's share of C from which `Params.deep` applies
 MIN_FLOPS = 2 * 64**3  # below this the packing and loop overheads are not worth it
 STRICT = False  # raise when a schedule fails instead of falling back (tests set it)
 
@@ -155,6 +155,19 @@ OTHER_CPUS = tuple("""
     k8 k8-sse3 opteron opteron-sse3 athlon64 athlon64-sse3 athlon-fx""".split())
 
 
+@dataclass(frozen=True)
+class DeepBlocks:
+    """The tiles of a product whose C, per core, does not stay in L2 across the K blocks
+    (DEEP_C_BYTES or more): fewer, deeper K blocks (fewer passes over C), and the taller
+    register tile that deep B panels (out of L1) want: each panel row loaded from L2 once
+    per `mr` rows of A."""
+
+    mr: int
+    mc: int
+    nc: int
+    kc: int
+
+
 @dataclass
 class Params:
     """Tile sizes. `mr` x `nr` is the register tile (nr = two vector registers); any
@@ -166,16 +179,13 @@ class Params:
     mc: int = 64  # rows of A per cache block
     nc: int = 16  # Bp panels per cache block (16 x 16 floats = 256 columns)
     kc: int = 256  # depth of a cache block
-    # Blocks for products whose C, per core, does not stay in L2 across the K blocks
-    # (DEEP_C_BYTES or more): `deep_kc` deep x `deep_nc` panels (0: the same as the rest).
-    deep_kc: int = 0
-    deep_nc: int = 0
+    deep: DeepBlocks | None = None  # None: the same tiles for every size
 
     @classmethod
     def for_target(cls, target_cpu: str = "host") -> Params:
         """The tiles for an LLVM CPU name: 8 x 32 (16 zmm accumulators, cache blocks of
-        8 panels x 1024 deep on AMD's and x86-64-v4, 256 deep on Intel's, 4 x 1024 there
-        for a C of 1 MB or more a core: `_for_size`) where it has
+        8 panels x 1024 deep on AMD's and x86-64-v4, 256 deep on Intel's, and there 12 x 32
+        in 4 x 1024 blocks for a C of 1 MB or more a core: `_for_size`) where it has
         AVX-512 (`AVX512_CPUS`), else 6 x 16 (12 ymm
         with AVX2, blocks of 16 panels x 1024 deep; `OTHER_CPUS`). "host"
         (or "native") reads /proc/cpuinfo. Threads: the cores this process may run on.
@@ -205,9 +215,12 @@ class Params:
             # Measured here (interleaved, one process): 1024^3 7.13-7.40 -> 6.61-6.88 ms,
             # 2048^3 55.6 -> 52.4, 1024x1024 @ 1024x1024 + relu 7.10 -> 6.84, 512 rows x
             # 1024 x 1024 3.52 -> 3.44; with 256 rows (C 512 KB a core) 1.70 -> 1.78 and
-            # with 128 1.04 -> 1.14, so those keep the 256-deep blocks.
-            intel_deep = {} if deep else {"deep_kc": 1024, "deep_nc": 4}
-            return cls(threads=threads, mr=8, nr=32, nc=8, kc=1024 if deep else 256, **intel_deep)
+            # with 128 1.04 -> 1.14, so those keep the 256-deep blocks. A 1024-deep panel
+            # of B (128 KB) is out of L1: 12 x 32 register tiles (24 zmm accumulators)
+            # load it from L2 once per 12 rows: 1024^3 6.78-6.84 -> 6.42-6.60 ms, with
+            # relu 7.08 -> 6.87, 2048^3 and f64 1024^3 the same.
+            intel = None if deep else DeepBlocks(mr=12, mc=96, nc=4, kc=1024)
+            return cls(threads=threads, mr=8, nr=32, nc=8, kc=1024 if deep else 256, deep=intel)
         # 12 ymm accumulators of 16. KC up to 1024 deep here too: measured on Zen 3 (32 KB
         # L1, 512 KB L2, AVX2), interleaved runs, against 256 deep: 512^3 -18%, 1024^3 -12%,
         # relu(x@W+b) 256x1024x1024 -23% (one block spans K: accumulators start at zero
@@ -246,15 +259,15 @@ def _for_element(p: Params, mm: Any) -> Params:
 
 
 def _for_size(p: Params, mm: Any, m: int, n: int, batch: int) -> Params:
-    """`p` with its deep cache blocks when each core's share of C (one product of a batch
-    a core computes alone, or its part of one the cores split) is DEEP_C_BYTES or more."""
-    if not p.deep_kc:
+    """`p` with its deep blocks when each core's share of C (one product of a batch a core
+    computes alone, or its part of one the cores split) is DEEP_C_BYTES or more."""
+    if p.deep is None:
         return p
     sharing = max(1, p.threads // batch) if batch else p.threads
     element_bytes = 8 if _matmul_element(mm) is ir.F64Type else 4
     if m * n * element_bytes < DEEP_C_BYTES * sharing:
         return p
-    return replace(p, kc=p.deep_kc, nc=p.deep_nc or p.nc)
+    return replace(p, mr=p.deep.mr, mc=p.deep.mc, nc=p.deep.nc, kc=p.deep.kc)
 
 
 def _shape(value: ir.Value) -> list[int]:
