@@ -29,7 +29,8 @@ dot_general makes of transposed operands: A stored [K, M], B stored [N, K]):
      and B is packed up front by its own parallel loop. Then
      register tiling [1 panel, MR rows, 1 k]: the MR x NR accumulator tile is held
      in MR * NR / lanes vector registers (6 x 16 f32 = 12 ymm with AVX2, 8 x 32 =
-     16 zmm with AVX-512; 16 / 32 registers in all).
+     16 zmm with AVX-512, 12 x 32 = 24 zmm on Intel's for a large C; 16 / 32
+     registers in all).
   4. The remainder row tile is peeled (`loop.peel`) so that every tile is static,
      then vectorized: the k step is an outer product MR x NR, lowered to MR
      broadcasts and `vector.fma`s (the rows put back into the tile one
