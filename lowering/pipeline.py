@@ -42,6 +42,7 @@ from .passes.row_softmax import rows_softmax
 from .passes.schedules import schedule_contractions
 from .passes.soft_float import expand_narrow_floats, expand_small_floats
 from .passes.strided_copies import strided_copies_as_loops
+from .passes.tensor_reads import restore_tensor_reads
 from .passes.vectorize import hoist_vector_accumulators, schedule_vectorize, super_vectorize
 from .reproducer import write_reproducer
 from .stage_texts import Snapshot, StageTexts, pending, shown_as
@@ -100,6 +101,9 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         # Results computed straight into the output buffers, every write into those
         # visible to one-shot-bufferize's analysis (instead of eliminate-empty-tensors).
         output_tensors,
+        # A callback's result read by a later callback through its buffer (a fold of
+        # canonicalize) is read through its tensor again: else the analysis misses it.
+        restore_tensor_reads,
         # Loop state may live in fresh buffers each iteration (while loops).
         "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
         "function-boundary-type-conversion=identity-layout-map}",
