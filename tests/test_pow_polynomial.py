@@ -51,6 +51,9 @@ def test_within_one_ulp() -> None:
     ulp = np.spacing(np.abs(rounded[finite])).astype(np.float64)
     error = np.abs(got[finite].astype(np.float64) - exact[finite]) / ulp
     assert error.max() <= 1.0, (error.max(), x[finite][np.argmax(error)], y[finite][np.argmax(error)])
+    # Nearly correctly rounded: exp(y log|x|) in f64 is within ~1e-12 of the exact power
+    # (approximations.py: 7 of 12.5M random cases rounded the other way, by 1e-6 ulp).
+    assert error.max() <= 0.501, error.max()
 
 
 def test_same_bits_scalar_vector_and_every_target() -> None:
