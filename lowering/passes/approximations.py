@@ -271,6 +271,16 @@ def _tanh64(w: _Emitter, x: ir.Value) -> ir.Value:
     return _nan_through(x, r)
 
 
+def _reduced(w: _Emitter, bits: ir.Value, k: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(k', m) with 2^k' m the f64 of `bits` whose exponent is k, m in [sqrt(1/2), sqrt(2)):
+    the mantissa with 1.0's exponent, halved (and k' one more) above sqrt(2)."""
+    m = arith.bitcast(w.f, arith.ori(arith.andi(bits, w.ci(0x000FFFFFFFFFFFFF)),
+                                     w.ci(0x3FF0000000000000)))
+    above = arith.cmpf(arith.CmpFPredicate.OGT, m, w.c(_SQRT_TWO))
+    return (arith.addi(k, arith.select(above, w.ci(1), w.ci(0))),
+            arith.select(above, arith.mulf(m, w.c(0.5)), m))
+
+
 def _log64(w: _Emitter, x: ir.Value) -> ir.Value:
     """fdlibm's log: x = 2^k (1 + f), sqrt(1/2) <= 1 + f < sqrt(2), s = f / (2 + f),
     log(1 + f) = f - (hfsq - s (hfsq + R(s^2))), k ln2 added in two parts."""
@@ -278,13 +288,7 @@ def _log64(w: _Emitter, x: ir.Value) -> ir.Value:
     scaled = arith.select(small, arith.mulf(x, w.c(2.0**54)), x)
     bits = arith.bitcast(w.i, scaled)
     k = arith.subi(arith.andi(arith.shrui(bits, w.ci(52)), w.ci(0x7FF)), w.ci(1023))
-    k = arith.subi(k, arith.select(small, w.ci(54), w.ci(0)))
-    # m in [1, 2): the mantissa with 1.0's exponent; then [sqrt(1/2), sqrt(2)).
-    m = arith.bitcast(w.f, arith.ori(arith.andi(bits, w.ci(0x000FFFFFFFFFFFFF)),
-                                     w.ci(0x3FF0000000000000)))
-    above = arith.cmpf(arith.CmpFPredicate.OGT, m, w.c(_SQRT_TWO))
-    m = arith.select(above, arith.mulf(m, w.c(0.5)), m)
-    k = arith.addi(k, arith.select(above, w.ci(1), w.ci(0)))
+    k, m = _reduced(w, bits, arith.subi(k, arith.select(small, w.ci(54), w.ci(0))))
     f = arith.subf(m, w.c(1.0))
     s_ = arith.divf(f, arith.addf(w.c(2.0), f))
     z = arith.mulf(s_, s_)
@@ -378,12 +382,8 @@ def _log_for_pow(w: _Emitter, a: ir.Value) -> ir.Value:
     """log(a) for a = |x|, x an f32 widened to f64 (so a is 0, inf, NaN or normal in f64),
     relative error ~1.3e-14: a = 2^k m, m in [sqrt(1/2), sqrt(2)), log m = t Q(t), t = m - 1."""
     bits = arith.bitcast(w.i, a)
-    k = arith.subi(arith.andi(arith.shrui(bits, w.ci(52)), w.ci(0x7FF)), w.ci(1023))
-    m = arith.bitcast(w.f, arith.ori(arith.andi(bits, w.ci(0x000FFFFFFFFFFFFF)),
-                                     w.ci(0x3FF0000000000000)))
-    above = arith.cmpf(arith.CmpFPredicate.OGT, m, w.c(_SQRT_TWO))
-    m = arith.select(above, arith.mulf(m, w.c(0.5)), m)
-    k = arith.addi(k, arith.select(above, w.ci(1), w.ci(0)))
+    k, m = _reduced(w, bits, arith.subi(arith.andi(arith.shrui(bits, w.ci(52)), w.ci(0x7FF)),
+                                        w.ci(1023)))
     t = arith.subf(m, w.c(1.0))
     log_m = arith.mulf(t, w.horner(t, _POW_LOG_Q))
     r = math.fma(arith.sitofp(w.f, k), w.c(_LN2_64), log_m)
