@@ -19,8 +19,7 @@ from mlir.dialects import bufferization, func, memref
 from ...dialect.attributes import operand_groups
 from ...dialect.mlir_types import to_mlir_type_text
 from ...dialect.shape import Shape
-from ..passes.tensor_reads import INPUTS_ATTR
-from ..patterns.boundary import memref_type
+from ..patterns.boundary import READ_OPERANDS_ATTR, memref_type
 from ..patterns.framework import OpView, cast, lowers, module_of, shape_of, signless_type, to_signless
 from ..patterns.tuples import rebuild_tuple, tuple_leaves
 
@@ -91,7 +90,7 @@ def runtime_call(v: OpView, target: str, opaque: str, inputs: list[ir.Value],
     call = func.CallOp([], ir.FlatSymbolRefAttr.get(symbol), buffers + outputs)
     # Which operands the call only reads, should canonicalization fold a `to_buffer` of
     # one into the buffer itself (lowering/passes/tensor_reads.py).
-    call.attributes[INPUTS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(buffers))
+    call.attributes[READ_OPERANDS_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(buffers))
     tensors = []
     for out, leaf in zip(outputs, result_leaves, strict=True):
         tensor_type = signless_type(ir.Type.parse(_tensor_text(leaf)))

@@ -11,7 +11,7 @@ place, and the later call read the updated values (the differential fuzzer's see
 a callback's result given to a while loop, which doubled it in place, and to another
 callback after it). Every use of such a buffer after its `to_tensor` becomes a
 `to_buffer` of the tensor again, read-only where the user only reads it (a custom call's
-input operands, `INPUTS_ATTR`). Imports nothing of ours.
+input operands, `READ_OPERANDS_ATTR`). Imports `patterns`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import bufferization
 
-#: On a custom call's func.call: how many of its leading operands it only reads.
-INPUTS_ATTR = "xlamlir.inputs"
+from ..patterns.boundary import READ_OPERANDS_ATTR
 
 
 def _after(op: ir.Operation, anchor: ir.Operation) -> bool:
@@ -42,7 +41,8 @@ def _after(op: ir.Operation, anchor: ir.Operation) -> bool:
 
 
 def _read_only(user: ir.Operation, operand: int) -> bool:
-    return INPUTS_ATTR in user.attributes and operand < ir.IntegerAttr(user.attributes[INPUTS_ATTR]).value
+    return (READ_OPERANDS_ATTR in user.attributes
+            and operand < ir.IntegerAttr(user.attributes[READ_OPERANDS_ATTR]).value)
 
 
 def restore_tensor_reads(op: Any, pass_: Any) -> None:

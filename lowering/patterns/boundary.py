@@ -20,6 +20,9 @@ from .framework import cast, shape_of, signless_type
 from .tuples import rebuild_tuple, tuple_leaves
 
 DYNAMIC_STRIDES_ATTR = "xhlo.dynamic_strides"
+#: On an op given buffers of tensors (a custom call's func.call): how many of its leading
+#: operands it only reads (lowering/passes/tensor_reads.py).
+READ_OPERANDS_ATTR = "xlamlir.inputs"
 
 
 def memref_type(shape: Shape, minor_to_major: tuple[int, ...] | None = None,
