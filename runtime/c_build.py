@@ -27,6 +27,14 @@ _TIMEOUT_S = 120
 T = TypeVar("T")
 
 
+_OFF = frozenset({"0", "off", "false", "no", "none"})
+
+
+def allowed(switch: str) -> bool:
+    """Whether the environment variable `switch` lets a build be used (unset: yes)."""
+    return os.environ.get(switch, "").strip().lower() not in _OFF
+
+
 def compiler() -> list[str]:
     """`$CC` (default `cc`), split like a shell command."""
     return shlex.split(os.environ.get("CC", "")) or ["cc"]

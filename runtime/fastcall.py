@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
-import os
 import subprocess
 import sys
 import sysconfig
@@ -32,7 +31,6 @@ from . import c_build
 from .fastcall_source import SOURCE
 
 ENV = "XLAMLIR_FASTCALL"
-_OFF = frozenset({"0", "off", "false", "no", "none"})
 #: An executable switches to the C path on its call number WARM_CALLS: a script calling
 #: a program once never waits for the C compiler (~0.5 s, once per cache directory).
 WARM_CALLS = 2
@@ -43,7 +41,7 @@ _state: dict[str, Any] = {}  # "module": the loaded module or None (unavailable)
 
 def enabled() -> bool:
     """Whether $XLAMLIR_FASTCALL allows the C path (default: yes)."""
-    return os.environ.get(ENV, "").strip().lower() not in _OFF
+    return c_build.allowed(ENV)
 
 
 def module() -> ModuleType | None:

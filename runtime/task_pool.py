@@ -18,7 +18,6 @@ spread over threads does not change a result. Imports `runtime.c_build`.
 from __future__ import annotations
 
 import ctypes
-import os
 import subprocess
 import threading
 from pathlib import Path
@@ -27,7 +26,6 @@ from . import c_build
 from .task_pool_source import SOURCE, SPIN_NS
 
 ENV = "XLAMLIR_TASK_POOL"
-_OFF = frozenset({"0", "off", "false", "no", "none"})
 _FLAGS = [f"-DSPIN_NS={SPIN_NS}", "-pthread"]
 
 _lock = threading.Lock()
@@ -36,7 +34,7 @@ _state: dict[str, object] = {}  # "library": the loaded CDLL or None, "why": the
 
 def enabled() -> bool:
     """Whether $XLAMLIR_TASK_POOL allows our pool (default: yes)."""
-    return os.environ.get(ENV, "").strip().lower() not in _OFF
+    return c_build.allowed(ENV)
 
 
 def library() -> ctypes.CDLL | None:

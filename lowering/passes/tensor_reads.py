@@ -11,7 +11,7 @@ place, and the later call read the updated values (the differential fuzzer's see
 a callback's result given to a while loop, which doubled it in place, and to another
 callback after it). Every use of such a buffer after its `to_tensor` becomes a
 `to_buffer` of the tensor again, read-only where the user only reads it (a custom call's
-input operands, `READ_OPERANDS_ATTR`). Imports `patterns`.
+input operands, `READ_OPERANDS_ATTR`). Imports `patterns` and `walk`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from mlir import ir
 from mlir.dialects import bufferization
 
 from ..patterns.boundary import READ_OPERANDS_ATTR
+from .walk import ops_where
 
 
 def _after(op: ir.Operation, anchor: ir.Operation) -> bool:
@@ -48,14 +49,8 @@ def _read_only(user: ir.Operation, operand: int) -> bool:
 def restore_tensor_reads(op: Any, pass_: Any) -> None:
     """Module pass (before one-shot-bufferize): every later use of a `to_tensor restrict`
     op's buffer reads the tensor through a `to_buffer` instead."""
-    to_tensors: list[ir.Operation] = []
-
-    def visit(inner: Any) -> ir.WalkResult:
-        if inner.name == "bufferization.to_tensor" and "restrict" in inner.attributes:
-            to_tensors.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
+    to_tensors = ops_where(op, lambda inner: inner.name == "bufferization.to_tensor"
+                           and "restrict" in inner.attributes)
     for to_tensor in (t.operation for t in to_tensors):
         buffer, tensor = to_tensor.operands[0], to_tensor.results[0]
         for use in list(buffer.uses):
