@@ -148,7 +148,8 @@ def _load_from_disk(entry: disk_cache.Entry, text: str, pipeline: Pipeline, num_
     """The program of `entry` bound as a fresh compile binds it; None on a miss."""
     if entry.key is not None:
         load_async_runtime()  # as for the JIT: the code of parallel loops calls it
-    loaded = entry.load(_load_runtime_libraries)
+    loaded = entry.load(_load_runtime_libraries,
+                        before_parallel=lambda: parallel_runtime.load_for_entry(JIT_OPT_LEVEL))
     if loaded is None:
         return None
     try:
@@ -221,7 +222,6 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         retarget(module, cpu)
         internalize(module)
         parallel = defines_shared_functions(module)
-        shared_parallel = parallel_runtime.use_process_functions(module, bool(entry and entry.key))
         lowered = time.perf_counter()
         result_leaves = result_leaf_shapes(result_shape)
         diagnostics: list[str] = []
@@ -235,6 +235,9 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         handler = context.attach_diagnostic_handler(collect)
         try:
             load_async_runtime()
+            # After the pool is loaded: a dispatcher library binds to it.
+            sharing = parallel_runtime.use_process_functions(
+                module, bool(entry and entry.key), JIT_OPT_LEVEL)
             # The runner utils load libMLIR and libLLVM (~25 ms): only for a module that
             # calls into them (runtime/jit_symbols.py).
             symbols = [r["symbol"] for r in custom_records]
@@ -256,7 +259,7 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
     jitted = time.perf_counter()
     try:
         callbacks, feeds = _bind_runtime(jit.main, custom_records, num_replicas)
-        if shared_parallel:
+        if sharing is parallel_runtime.Sharing.REGISTERED:
             jit.main.register_runtime(parallel_runtime.SYMBOL,
                                       parallel_runtime.process_dispatcher(JIT_OPT_LEVEL))
     except BaseException:

@@ -14,8 +14,9 @@ one that does not check out (truncated, garbled, another key) is deleted and the
 compiled and written again. A compile hands the link and the write to a background
 thread and returns (runtime/cache_writer.py): `flush()` waits for them, the process
 does before it exits, and a load of a key being written waits for it. The folder
-`fastcall/` holds the library's built C (the call path, runtime/fastcall.py; the thread pool,
-runtime/task_pool.py); `clear()` removes it.
+`fastcall/` holds the library's own builds (the call path, runtime/fastcall.py, and the thread
+pool, runtime/task_pool.py, in C; the parallel loops' dispatcher, runtime/parallel_runtime.py);
+`clear()` removes it.
 
 The key hashes everything the machine code depends on: the module text, the pipeline
 (textual passes by their text, the library's own Python passes by module:qualname), the
@@ -33,6 +34,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import struct
 import sys
 import tempfile
@@ -62,8 +64,9 @@ _RECOMPILE_ENV = ("XLAMLIR_DUMP_PASSES", "XLAMLIR_PASS_TIMING", "XLAMLIR_STAGE_L
 _MAGIC = b"xlamlir-cache\0\0\0"
 _HEADER = struct.Struct("<16sII32s")  # magic, format, metadata length, SHA-256 of the rest
 _STALE_S = 3600  # a temporary file this old was left by a process that died
-#: Where the library's C is built (runtime/c_build.py): the call path's module
-#: (runtime/fastcall.py) and the thread pool (runtime/task_pool.py), one file per build key.
+#: Where the library's own builds go (runtime/c_build.py): the call path's module
+#: (runtime/fastcall.py), the thread pool (runtime/task_pool.py) and the parallel loops'
+#: dispatcher (runtime/parallel_runtime.py), one file per build key.
 FASTCALL_FOLDER = "fastcall"
 _PACKAGE = __name__.split(".")[0]
 _ROOT = Path(__file__).resolve().parents[1]
@@ -259,8 +262,11 @@ class Entry:
         self.status = "miss"
         _remove(self.path)
 
-    def load(self, prepare: Any) -> Loaded | None:
-        """The entry's program, None on a miss (no entry, or a bad one, then deleted)."""
+    def load(self, prepare: Any, before_parallel: Any = None) -> Loaded | None:
+        """The entry's program, None on a miss (no entry, or a bad one, then deleted).
+        `prepare()` loads what a library's missing symbols may need; `before_parallel()`,
+        called before the library of a program with parallel loops is loaded, what its
+        calls of the shared dispatcher resolve in (runtime/parallel_runtime.py)."""
         if self.key is None:
             return None
         self.status = "miss"
@@ -289,6 +295,8 @@ class Entry:
         except Exception as e:  # noqa: BLE001 - whatever is wrong in the file, it is a miss
             self.reject(f"corrupt ({type(e).__name__}: {e})")
             return None
+        if before_parallel is not None and parallel:
+            before_parallel()
         try:
             library = open_library(image, [self.directory, None], prepare,
                                    keep_image=bool(os.environ.get("XLAMLIR_KEEP_OBJECT")))
@@ -365,26 +373,41 @@ class Entry:
             stats.update(self.stats())
 
 
+def _unusable(directory: str | None) -> str:
+    """Why machine code cannot be cached in `directory` on this machine ("" if it can)."""
+    if directory is None:
+        return f"turned off by {ENV_DIR}"
+    if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
+        return f"only on Linux x86-64 (this is {sys.platform} {platform.machine()})"
+    if _SOURCES is None:
+        return "the library's source files could not be read"
+    if _identity("host") is None:
+        return "this machine's CPU is unknown (no /proc/cpuinfo flags)"
+    if _identity("toolchain") is None:
+        return "the MLIR/LLVM wheels could not be identified"
+    if linker() is None:
+        return "no linker (ld or ld.lld) on PATH"
+    return ""
+
+
+def code_identity() -> str | None:
+    """What JIT-compiled machine code kept in the cache depends on besides its module (the
+    entry format, the MLIR/LLVM wheels, this machine's CPU), for the runtime code built
+    once per cache directory (runtime/parallel_runtime.py); None when the cache is off or
+    cannot hold machine code here."""
+    if _unusable(cache_dir()):
+        return None
+    return json.dumps([FORMAT, _identity("toolchain"), _identity("host")])
+
+
 def plan(text: str, pipeline: Any, cpu: str, **settings: Any) -> Entry:
     """The entry of a compile of `text` through `pipeline` for `cpu` with `settings`
     (num_replicas, dynamic_strides, name, the JIT's opt level...), or an Entry that is
     off, saying why."""
     directory = cache_dir()
-    reason = ""
-    if directory is None:
-        reason = f"turned off by {ENV_DIR}"
-    elif sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
-        reason = f"only on Linux x86-64 (this is {sys.platform} {platform.machine()})"
-    elif any(os.environ.get(name) for name in _RECOMPILE_ENV):
+    reason = _unusable(directory)
+    if not reason and any(os.environ.get(name) for name in _RECOMPILE_ENV):
         reason = f"{', '.join(n for n in _RECOMPILE_ENV if os.environ.get(n))} asks for a compile"
-    elif _SOURCES is None:
-        reason = "the library's source files could not be read"
-    elif _identity("host") is None:
-        reason = "this machine's CPU is unknown (no /proc/cpuinfo flags)"
-    elif _identity("toolchain") is None:
-        reason = "the MLIR/LLVM wheels could not be identified"
-    elif linker() is None:
-        reason = "no linker (ld or ld.lld) on PATH"
     if reason:
         return Entry(None, None, reason=reason)
     pipeline_key, reason = pipeline_text(pipeline)
@@ -508,9 +531,10 @@ def clear(directory: str | None = None) -> int:
 
 
 def _clear_fastcall(folder: str) -> None:
-    """Remove the built C (call path modules, thread pools) and their folder: nothing else
-    deletes the old builds (~30 KB each). A process that loaded one keeps it (the file stays mapped);
-    another process's build under way keeps its temporary files, and so the folder."""
+    """Remove the builds (call path modules, thread pools, dispatchers) and their folder:
+    nothing else deletes the old builds (~15-30 KB each). A process that loaded one keeps
+    it (the file stays mapped); another process's build under way keeps its temporary
+    files, and so the folder."""
     try:
         scan = list(os.scandir(folder))
     except OSError:
@@ -521,8 +545,12 @@ def _clear_fastcall(folder: str) -> None:
             stale = now - item.stat(follow_symlinks=False).st_mtime > _STALE_S
         except OSError:
             continue
-        if item.name.startswith(("_fastcall-", "_taskpool-")) or (item.name.startswith(".tmp-") and stale):
-            _remove(item.path)
+        if item.name.startswith(("_fastcall-", "_taskpool-", "_dispatch-")) or (
+                item.name.startswith(".tmp-") and stale):
+            if item.is_dir(follow_symlinks=False):
+                shutil.rmtree(item.path, ignore_errors=True)  # a dispatcher build's
+            else:
+                _remove(item.path)
     try:
         os.rmdir(folder)
     except OSError:

@@ -1,6 +1,8 @@
-"""The library's C builds (runtime/c_build.py): the call path's module (runtime/fastcall.py)
-and the thread pool (runtime/task_pool.py), each built once per cache directory, built
-again when damaged, in a temporary directory when the cache cannot hold it."""
+"""The library's builds in the cache's `fastcall/` folder (runtime/c_build.py): the call
+path's module (runtime/fastcall.py) and the thread pool (runtime/task_pool.py), in C, and
+the parallel loops' dispatcher (runtime/parallel_runtime.py), JIT-compiled and linked;
+each built once per cache directory, built again when damaged, in a temporary directory
+when the cache cannot hold it."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from xlamlir.runtime import c_build, disk_cache, fastcall, task_pool
+from xlamlir.runtime import c_build, disk_cache, fastcall, parallel_runtime, task_pool
+from xlamlir.runtime.cached_library import linker
 from xlamlir.runtime.compiler import load_async_runtime
 
 
@@ -26,6 +29,7 @@ class Build:
     target: Callable[[Path], Path]  # its file in a folder
     path_of: Callable[[Any], str]  # the file a loaded build came from
     needs: bool  # what it needs to build is here
+    builder: tuple[Any, str] = (c_build, "compile_shared")  # what builds it (module, name)
 
 
 _HEADERS = os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h"))
@@ -37,6 +41,12 @@ BUILDS = {
     "task_pool": Build(task_pool, task_pool.library, task_pool.unavailable_reason,
                        lambda d: task_pool._target(c_build.compiler(), d), lambda lib: str(lib._name),
                        _CC and task_pool.enabled()),
+    "dispatcher": Build(parallel_runtime,
+                        lambda: parallel_runtime.dispatcher_library(3),
+                        parallel_runtime.unavailable_reason,
+                        lambda d: d / parallel_runtime.library_name(3, disk_cache.code_identity() or ""),
+                        lambda lib: str(lib._name), linker() is not None,
+                        (parallel_runtime, "_build_library")),
 }
 builds = pytest.mark.parametrize("name", list(BUILDS))
 
@@ -45,9 +55,11 @@ def _fresh(monkeypatch: pytest.MonkeyPatch, name: str) -> Build:
     build = BUILDS[name]
     if not build.needs:
         pytest.skip("no C compiler (or Python headers, or the pool is off)")
-    if build.owner is task_pool:
+    if build.owner is not fastcall:
         # The process's own pool first: its symbols are the ones every program binds to;
-        # the copies these tests load (global too) come after it and stay unused.
+        # the copies these tests load (global too) come after it and stay unused. The
+        # dispatcher library binds to the pool; the process's own (if any) stays the one
+        # programs bind to, as the pool's.
         load_async_runtime()
     monkeypatch.setattr(build.owner, "_state", {})
     return build
@@ -66,7 +78,7 @@ def test_built_once_into_the_cache_directory(monkeypatch: pytest.MonkeyPatch, tm
         raise AssertionError("built again")
 
     monkeypatch.setattr(build.owner, "_state", {})
-    monkeypatch.setattr(c_build, "compile_shared", no_build)
+    monkeypatch.setattr(*build.builder, no_build)
     assert build.load() is not None  # loaded, not built
     disk_cache.clear(str(tmp_path))  # clear() removes the builds and their folder
     assert not target.parent.exists()

@@ -1,6 +1,8 @@
-"""The shared functions of parallel loops compiled once per process
-(runtime/parallel_runtime.py): programs call the process's copy, in the JIT and when
-loaded from the disk cache by a fresh process; their stages still show them whole."""
+"""The shared functions of parallel loops compiled once (runtime/parallel_runtime.py):
+with the disk cache on, every program calls the dispatcher library built once per cache
+directory, in the JIT and when loaded from the disk cache by a fresh process; with it
+off, the process's JIT copy after its first programs. Their stages still show them
+whole."""
 
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ def test_after_its_first_programs_a_process_compiles_one_copy(
     monkeypatch.setenv("XLAMLIR_CACHE_DIR", "off")
     monkeypatch.setenv("XLAMLIR_KEEP_OBJECT", "1")
     # As in a fresh process: no copy yet; two programs with their own, then the process's.
+    monkeypatch.setattr(parallel_runtime, "_state", {})  # no dispatcher library loaded
     monkeypatch.setattr(parallel_runtime, "_compiled", [])
     monkeypatch.setattr(parallel_runtime, "_own_copies", [0])
     monkeypatch.setattr(parallel_runtime, "OWN_COPIES", 2)
@@ -63,15 +66,63 @@ def test_after_its_first_programs_a_process_compiles_one_copy(
     assert owns == [True, True, False, False]
 
 
-def test_a_program_for_the_disk_cache_keeps_its_own_copy(
+def test_with_the_cache_on_every_program_calls_the_dispatcher_library(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(cache))
+    monkeypatch.setenv("XLAMLIR_KEEP_OBJECT", "1")
+    monkeypatch.setattr(parallel_runtime, "_state", {})  # built into this cache
+    x = np.random.default_rng(0).standard_normal((790, 790), dtype=np.float32)
+    # The first program of the process and one the disk cache stores call it too.
+    for k, n in enumerate((782, 783)):
+        clear_cache()
+        exe = xm.compile(softmax(n))
+        assert exe.compile_stats["disk_cache"] == "miss"
+        assert not own_copy(exe, tmp_path / f"{k}.o")
+        a = np.ascontiguousarray(x[:n, :n])
+        np.testing.assert_allclose(exe(a), reference(a), rtol=1e-5)
+        assert exe.stages["llvm"].count("llvm.func internal @xlamlir_parallel_task(") == 1
+    library = parallel_runtime.dispatcher_library(3)
+    assert library is not None, parallel_runtime.unavailable_reason()
+    assert [p.name for p in (cache / "fastcall").glob("_dispatch-*.so")] == [
+        Path(library._name).name] or Path(library._name).parent != cache / "fastcall"
+
+
+def test_without_the_library_a_stored_program_keeps_its_own_copy(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("XLAMLIR_KEEP_OBJECT", "1")
+    monkeypatch.setenv(parallel_runtime.ENV, "off")
+    monkeypatch.setattr(parallel_runtime, "_state", {})
     monkeypatch.setattr(parallel_runtime, "OWN_COPIES", 0)
     clear_cache()
     exe = xm.compile(softmax(781))
     assert exe.compile_stats["disk_cache"] == "miss"
     assert own_copy(exe, tmp_path / "cached.o")
+    assert parallel_runtime.unavailable_reason() == f"{parallel_runtime.ENV} is off"
+
+
+def test_a_failed_library_build_falls_back_to_the_jit_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("XLAMLIR_KEEP_OBJECT", "1")
+    monkeypatch.setattr(parallel_runtime, "_state", {})
+    monkeypatch.setattr(parallel_runtime, "OWN_COPIES", 0)
+    calls = []
+
+    def broken(*args: object) -> None:
+        calls.append(args)
+        raise OSError("ld: cannot link")
+
+    monkeypatch.setattr(parallel_runtime, "_build_library", broken)
+    x = np.random.default_rng(1).standard_normal((785, 785), dtype=np.float32)
+    for n in (784, 785):
+        clear_cache()
+        exe = xm.compile(softmax(n))  # stored: keeps its own copy
+        assert own_copy(exe, tmp_path / f"{n}.o")
+        np.testing.assert_allclose(exe(x[:n, :n].copy()), reference(x[:n, :n]), rtol=1e-5)
+    assert len(calls) == 1  # tried once for this cache, not at every compile
+    assert "cannot link" in (parallel_runtime.unavailable_reason() or "")
 
 
 def test_sequential_programs_keep_no_reference_to_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,9 +140,11 @@ import test_parallel_runtime as t
 exe = t.xm.compile(t.softmax(777))
 x = np.random.default_rng(0).standard_normal((777, 777), dtype=np.float32)
 error = float(np.abs(exe(x) - t.reference(x)).max())
-from xlamlir.runtime import cache_writer
+from xlamlir.runtime import cache_writer, parallel_runtime
 cache_writer.flush()
-print(json.dumps({{"cache": exe.compile_stats.get("disk_cache"), "error": error}}))
+library = parallel_runtime._state.get("library")
+print(json.dumps({{"cache": exe.compile_stats.get("disk_cache"), "error": error,
+                  "library": getattr(library, "_name", None)}}))
 """
 
 
@@ -107,3 +160,6 @@ def test_a_cached_program_binds_it_in_a_fresh_process(tmp_path: Path) -> None:
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     assert [r["cache"] for r in runs] == ["miss", "hit"]
     assert all(r["error"] < 1e-6 for r in runs)
+    # The first process built the library, the second loaded it before the entry.
+    assert runs[0]["library"] == runs[1]["library"]
+    assert Path(runs[0]["library"]).parent == tmp_path / "cache" / "fastcall"
