@@ -9,10 +9,12 @@ in a child interpreter, so inputs that could crash the process fail one test.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import inspect
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +32,15 @@ from xlamlir.dialect.context import new_context
 # may land in ~/.cache); tests/test_disk_cache.py turns it on in temporary directories.
 # XLAMLIR_TEST_CACHE_DIR=dir runs the suite through a cache in `dir` instead.
 os.environ["XLAMLIR_CACHE_DIR"] = os.environ.get("XLAMLIR_TEST_CACHE_DIR", "off")
+
+# What the suite's code writes to the temporary directory goes into one folder per test
+# process, removed when it exits: the reproducer folders of the passes tests make fail
+# (lowering/reproducer.py: ~60 a run were left in /tmp), the C builds and the cache
+# writer's scratch. pytest's own temporary folders stay where they were.
+os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+_SCRATCH = tempfile.mkdtemp(prefix="xlamlir-tests-")
+os.environ["TMPDIR"] = tempfile.tempdir = _SCRATCH
+atexit.register(shutil.rmtree, _SCRATCH, True)
 
 _CHECK_COMMENT = re.compile(r"^\s*#\s*(CHECK[A-Z0-9-]*(?:\{[^}]*\})?:.*)$")
 
