@@ -187,12 +187,11 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
         # Allocations call _mlir_memref_to_llvm_alloc/free, which cache_blocks defines:
         # large temporaries are kept for the next call (lowering/passes/block_cache.py).
         "finalize-memref-to-llvm{use-generic-functions=1}",
-        "convert-complex-to-llvm",
-        "convert-arith-to-llvm",
-        "convert-index-to-llvm",
-        "convert-cf-to-llvm",
-        "convert-func-to-llvm",
-        "convert-ub-to-llvm",
+        # The complex, arith, index, cf, func and ub conversions in one walk (what each
+        # convert-*-to-llvm pass does, the module left as it left it but the order of a
+        # few insertvalues): ~1.5 ms less a compile, 4-6 ms for attention, sort, fft.
+        # Vector and memref keep their passes: their options and vector's preparation.
+        "convert-to-llvm",
         "reconcile-unrealized-casts",
         cache_blocks,
         # The dispatchers: blocks of iterations on the async runtime's thread pool

@@ -13,7 +13,7 @@ on a worker. Two passes replace the three:
   reads are copied into it (not passed: LLVM keeps seeing the static bounds). The
   dispatcher's own body calls the body function on all iterations, so without the
   second pass the program is still correct, just sequential.
-- `parallel_tasks_to_llvm` (LLVM level, "llvm" stage, after convert-func-to-llvm):
+- `parallel_tasks_to_llvm` (LLVM level, "llvm" stage, after the conversion to LLVM):
   each body function becomes `body(context, first, last)`, reading the captured values
   from a struct; each call of a dispatcher becomes stores of those values into a
   context on the caller's stack and a call of the module's one shared dispatcher
