@@ -127,3 +127,34 @@ def test_more_rows_or_other_shapes_keep_their_paths() -> None:
     b = xm.XlaBuilder("ints")
     b.dot(b.parameter(0, xm.Shape.array(xm.S32, (2, 8))), b.parameter(1, xm.Shape.array(xm.S32, (8, 32))))
     assert "linalg.matmul" in stage_text(b.build(), "linalg")
+
+
+def test_w_is_read_a_block_of_rows_at_a_time() -> None:
+    # x f32[1,1024] W f32[1024,1024]: two panels of 512 columns (2 KB of each row of W),
+    # a loop over blocks of K_BLOCK rows, in it the panel's four groups, each carrying its
+    # eight accumulators through the block's rows. (All of K per group, as before, read
+    # 512 bytes of each 4 KB row: no hardware prefetcher followed.)
+    linalg = stage_text(product((1, 1024), (1024, 1024)), "linalg")
+    assert "scf.forall (%arg3) in (2)" in linalg
+    blocks = f"scf.for %arg5 = %c0 to %c{1024 // few_rows.K_BLOCK} step %c1"
+    groups = "scf.for %arg7 = %c0 to %c4 step %c1"
+    assert blocks in linalg and groups in linalg.split(blocks, 1)[1]
+    assert linalg.count("-> (vector<16xf32>, " + "vector<16xf32>, " * 6 + "vector<16xf32>)") == 1
+
+
+@pytest.mark.parametrize("shapes", [((1, 1000), (1000, 48)), ((4, 33), (33, 400)), ((2, 17), (17, 2048))],
+                         ids=str)
+def test_partial_blocks_and_panels_keep_the_chain(shapes: tuple[tuple[int, ...], tuple[int, int]],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # K not a multiple of the block, columns not a multiple of the panel or the group:
+    # the same bits as one block of all of K per group (each output one chain in k order).
+    lhs, rhs = shapes
+    a, w = operands(lhs, rhs, np.float32, seed=4)
+    a[0, :3] = [np.inf, -0.0, np.nan] if a.shape[1] >= 3 else a[0, :3]
+    clear_cache()
+    blocked = xm.compile(product(lhs, rhs))(a, w)
+    monkeypatch.setattr(few_rows, "K_BLOCK", 1 << 20)
+    monkeypatch.setattr(few_rows, "PANEL_BYTES", 64)
+    clear_cache()
+    whole = xm.compile(product(lhs, rhs))(a, w)
+    np.testing.assert_array_equal(blocked.view(np.uint32), whole.view(np.uint32))
