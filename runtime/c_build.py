@@ -1,6 +1,6 @@
 """Building the library's C (the call path, runtime/fastcall.py; the thread pool,
 runtime/task_pool.py) with the system's C compiler, once per cache directory; and, by
-`load_or_build`, any other build kept there (the dispatcher, runtime/parallel_runtime.py).
+`load_or_build`, any other build kept there (the runtime library, runtime/shared_runtime.py).
 
 A build goes into the persistent compile cache's `fastcall/` folder (runtime/disk_cache.py),
 named by the caller with a hash of everything it depends on (`key`), so a later process

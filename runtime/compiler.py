@@ -27,7 +27,7 @@ from ..lowering.ops.custom import CUSTOM_CALLS_ATTR
 from ..lowering.passes.parallel_tasks import defines_shared_functions
 from ..lowering.patterns.boundary import DYNAMIC_STRIDES_ATTR, entry_result_shape, result_leaf_shapes
 from ..lowering.pipeline import Pipeline
-from . import disk_cache, fork_safety, parallel_runtime, split_jit, task_pool
+from . import disk_cache, fork_safety, shared_runtime, split_jit, task_pool
 from .custom_calls import bind_custom_calls
 from .executable import Executable
 from .inspection import compile_stats, dump_compilation
@@ -149,7 +149,7 @@ def _load_from_disk(entry: disk_cache.Entry, text: str, pipeline: Pipeline, num_
     if entry.key is not None:
         load_async_runtime()  # as for the JIT: the code of parallel loops calls it
     loaded = entry.load(_load_runtime_libraries,
-                        before_parallel=lambda: parallel_runtime.load_for_entry(JIT_OPT_LEVEL))
+                        before_runtime=lambda: shared_runtime.load_for_entry(JIT_OPT_LEVEL))
     if loaded is None:
         return None
     try:
@@ -236,8 +236,7 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
         try:
             load_async_runtime()
             # After the pool is loaded: a dispatcher library binds to it.
-            sharing = parallel_runtime.use_process_functions(
-                module, bool(entry and entry.key), JIT_OPT_LEVEL)
+            shared = shared_runtime.share(module, bool(entry and entry.key), JIT_OPT_LEVEL)
             # The runner utils load libMLIR and libLLVM (~25 ms): only for a module that
             # calls into them (runtime/jit_symbols.py).
             symbols = [r["symbol"] for r in custom_records]
@@ -259,9 +258,9 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
     jitted = time.perf_counter()
     try:
         callbacks, feeds = _bind_runtime(jit.main, custom_records, num_replicas)
-        if sharing is parallel_runtime.Sharing.REGISTERED:
-            jit.main.register_runtime(parallel_runtime.SYMBOL,
-                                      parallel_runtime.process_dispatcher(JIT_OPT_LEVEL))
+        if shared.dispatcher is shared_runtime.Sharing.REGISTERED:
+            jit.main.register_runtime(shared_runtime.SYMBOL,
+                                      shared_runtime.process_dispatcher(JIT_OPT_LEVEL))
     except BaseException:
         jit.fail("not compiled: binding the runtime failed")
         raise
@@ -289,6 +288,7 @@ def _compile_uncached(text: str, pipeline: Pipeline, num_replicas: int, name: st
     executable.pipeline = pipeline  # export recompiles with it (runtime/export.py)
     executable.target_cpu = cpu
     executable.keeps_object = keep_object
+    executable.runtime_library = shared.library
     if entry is not None:
         entry.store(engine, custom_records, executable)
     return executable

@@ -15,7 +15,7 @@ compiled and written again. A compile hands the link and the write to a backgrou
 thread and returns (runtime/cache_writer.py): `flush()` waits for them, the process
 does before it exits, and a load of a key being written waits for it. The folder
 `fastcall/` holds the library's own builds (the call path, runtime/fastcall.py, and the thread
-pool, runtime/task_pool.py, in C; the parallel loops' dispatcher, runtime/parallel_runtime.py);
+pool, runtime/task_pool.py, in C; the runtime library, runtime/shared_runtime.py);
 `clear()` removes it.
 
 The key hashes everything the machine code depends on: the module text, the pipeline
@@ -56,7 +56,7 @@ ENV_DIR = "XLAMLIR_CACHE_DIR"
 ENV_MAX_MB = "XLAMLIR_CACHE_MAX_MB"
 DEFAULT_MAX_MB = 512
 #: Bumped whenever the entry layout or what an entry means changes.
-FORMAT = 3  # 3: "links" (a program in two objects, runtime/split_jit.py)
+FORMAT = 4  # 3: "links" (a program in two objects, runtime/split_jit.py); 4: "runtime_library"
 SUFFIX = ".xlc"
 _OFF = frozenset({"", "0", "off", "false", "no", "none"})
 # Compiles asking for what only a real compile produces.
@@ -66,7 +66,7 @@ _HEADER = struct.Struct("<16sII32s")  # magic, format, metadata length, SHA-256 
 _STALE_S = 3600  # a temporary file this old was left by a process that died
 #: Where the library's own builds go (runtime/c_build.py): the call path's module
 #: (runtime/fastcall.py), the thread pool (runtime/task_pool.py) and the parallel loops'
-#: dispatcher (runtime/parallel_runtime.py), one file per build key.
+#: runtime library (runtime/shared_runtime.py), one file per build key.
 FASTCALL_FOLDER = "fastcall"
 _PACKAGE = __name__.split(".")[0]
 _ROOT = Path(__file__).resolve().parents[1]
@@ -262,11 +262,11 @@ class Entry:
         self.status = "miss"
         _remove(self.path)
 
-    def load(self, prepare: Any, before_parallel: Any = None) -> Loaded | None:
+    def load(self, prepare: Any, before_runtime: Any = None) -> Loaded | None:
         """The entry's program, None on a miss (no entry, or a bad one, then deleted).
-        `prepare()` loads what a library's missing symbols may need; `before_parallel()`,
-        called before the library of a program with parallel loops is loaded, what its
-        calls of the shared dispatcher resolve in (runtime/parallel_runtime.py)."""
+        `prepare()` loads what a library's missing symbols may need; `before_runtime()`,
+        called before the library of a program that calls the runtime library
+        (runtime/shared_runtime.py) is loaded, that library."""
         if self.key is None:
             return None
         self.status = "miss"
@@ -285,9 +285,9 @@ class Entry:
             result = Shape.parse(meta["result"])
             records = [{str(k): str(v) for k, v in r.items()} for r in meta["records"]]
             compiled_s = float(meta["stats"].get("total_s", 0.0))
-            parallel = meta["parallel"]
-            if not isinstance(parallel, bool):
-                raise ValueError("'parallel' is not a bool")
+            parallel, runtime = meta["parallel"], meta["runtime_library"]
+            if not isinstance(parallel, bool) or not isinstance(runtime, bool):
+                raise ValueError("'parallel' or 'runtime_library' is not a bool")
             links = meta["links"]
             if not all(isinstance(pair, list) and len(pair) == 2
                        and all(isinstance(s, str) for s in pair) for pair in links):
@@ -295,8 +295,8 @@ class Entry:
         except Exception as e:  # noqa: BLE001 - whatever is wrong in the file, it is a miss
             self.reject(f"corrupt ({type(e).__name__}: {e})")
             return None
-        if before_parallel is not None and parallel:
-            before_parallel()
+        if before_runtime is not None and runtime:
+            before_runtime()
         try:
             library = open_library(image, [self.directory, None], prepare,
                                    keep_image=bool(os.environ.get("XLAMLIR_KEEP_OBJECT")))
@@ -325,6 +325,7 @@ class Entry:
                 "parameters": [str(s) for s in executable.parameter_shapes],
                 "result": str(executable.result_shape), "records": records,
                 "parallel": bool(executable.dispatches_parallel_loops),
+                "runtime_library": bool(executable.runtime_library),
                 "links": links_of(engine),
                 "stats": {k: stats[k] for k in ("parse_verify_s", "jit_s", "total_s") if k in stats}}
         shapes = [*executable.parameter_shapes, executable.result_shape]
@@ -393,7 +394,7 @@ def _unusable(directory: str | None) -> str:
 def code_identity() -> str | None:
     """What JIT-compiled machine code kept in the cache depends on besides its module (the
     entry format, the MLIR/LLVM wheels, this machine's CPU), for the runtime code built
-    once per cache directory (runtime/parallel_runtime.py); None when the cache is off or
+    once per cache directory (runtime/shared_runtime.py); None when the cache is off or
     cannot hold machine code here."""
     if _unusable(cache_dir()):
         return None
@@ -531,7 +532,7 @@ def clear(directory: str | None = None) -> int:
 
 
 def _clear_fastcall(folder: str) -> None:
-    """Remove the builds (call path modules, thread pools, dispatchers) and their folder:
+    """Remove the builds (call path modules, thread pools, runtime libraries) and their folder:
     nothing else deletes the old builds (~15-30 KB each). A process that loaded one keeps
     it (the file stays mapped); another process's build under way keeps its temporary
     files, and so the folder."""
@@ -545,10 +546,10 @@ def _clear_fastcall(folder: str) -> None:
             stale = now - item.stat(follow_symlinks=False).st_mtime > _STALE_S
         except OSError:
             continue
-        if item.name.startswith(("_fastcall-", "_taskpool-", "_dispatch-")) or (
+        if item.name.startswith(("_fastcall-", "_taskpool-", "_runtime-")) or (
                 item.name.startswith(".tmp-") and stale):
             if item.is_dir(follow_symlinks=False):
-                shutil.rmtree(item.path, ignore_errors=True)  # a dispatcher build's
+                shutil.rmtree(item.path, ignore_errors=True)  # a runtime library build's
             else:
                 _remove(item.path)
     try:

@@ -183,6 +183,8 @@ class Executable:
     #: Whether the compile ran with XLAMLIR_KEEP_OBJECT=1 (the engine may keep the object
     #: for the disk cache without it).
     keeps_object: bool = True
+    #: Whether the machine code calls the runtime library (runtime/shared_runtime.py).
+    runtime_library: bool = False
 
     def write_object(self, path: str) -> None:
         """Write the JIT's machine code (an ELF object) to `path`, for a disassembler; needs

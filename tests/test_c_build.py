@@ -1,6 +1,6 @@
 """The library's builds in the cache's `fastcall/` folder (runtime/c_build.py): the call
 path's module (runtime/fastcall.py) and the thread pool (runtime/task_pool.py), in C, and
-the parallel loops' dispatcher (runtime/parallel_runtime.py), JIT-compiled and linked;
+the runtime library (runtime/shared_runtime.py), JIT-compiled and linked;
 each built once per cache directory, built again when damaged, in a temporary directory
 when the cache cannot hold it."""
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from xlamlir.runtime import c_build, disk_cache, fastcall, parallel_runtime, task_pool
+from xlamlir.runtime import c_build, disk_cache, fastcall, shared_runtime, task_pool
 from xlamlir.runtime.cached_library import linker
 from xlamlir.runtime.compiler import load_async_runtime
 
@@ -41,12 +41,12 @@ BUILDS = {
     "task_pool": Build(task_pool, task_pool.library, task_pool.unavailable_reason,
                        lambda d: task_pool._target(c_build.compiler(), d), lambda lib: str(lib._name),
                        _CC and task_pool.enabled()),
-    "dispatcher": Build(parallel_runtime,
-                        lambda: parallel_runtime.dispatcher_library(3),
-                        parallel_runtime.unavailable_reason,
-                        lambda d: d / parallel_runtime.library_name(3, disk_cache.code_identity() or ""),
+    "runtime_library": Build(shared_runtime,
+                        lambda: shared_runtime.runtime_library(3),
+                        shared_runtime.unavailable_reason,
+                        lambda d: d / shared_runtime.library_name(3, disk_cache.code_identity() or ""),
                         lambda lib: str(lib._name), linker() is not None,
-                        (parallel_runtime, "_build_library")),
+                        (shared_runtime, "_build_library")),
 }
 builds = pytest.mark.parametrize("name", list(BUILDS))
 
@@ -58,9 +58,11 @@ def _fresh(monkeypatch: pytest.MonkeyPatch, name: str) -> Build:
     if build.owner is not fastcall:
         # The process's own pool first: its symbols are the ones every program binds to;
         # the copies these tests load (global too) come after it and stay unused. The
-        # dispatcher library binds to the pool; the process's own (if any) stays the one
-        # programs bind to, as the pool's.
-        load_async_runtime()
+        # runtime library binds to the pool; the process's own (if any) stays the one
+        # programs bind to, as the pool's. Built elsewhere than the test's cache folder.
+        with monkeypatch.context() as elsewhere:
+            elsewhere.setenv("XLAMLIR_CACHE_DIR", "off")
+            load_async_runtime()
     monkeypatch.setattr(build.owner, "_state", {})
     return build
 

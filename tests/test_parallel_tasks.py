@@ -28,7 +28,7 @@ from xlamlir.dialect.context import new_context
 from xlamlir.lowering.passes import parallel_tasks
 from xlamlir.lowering.passes.parallel_tasks import SITE_PREFIX, shared_functions_text
 from xlamlir.lowering.pipeline import PARALLEL_LOOPS, SEQUENTIAL_LOOPS, Pipeline, run_pass
-from xlamlir.runtime import parallel_runtime
+from xlamlir.runtime import shared_runtime
 from xlamlir.runtime.compiler import clear_cache, load_async_runtime
 
 F32 = xm.F32
@@ -316,7 +316,7 @@ def test_each_site_times_both_ways_then_takes_the_faster() -> None:
     # The process's dispatcher called directly with a Python body recording where each
     # block ran, and a site state this test reads and sets.
     load_async_runtime()
-    dispatch = parallel_runtime.process_dispatcher(3)
+    dispatch = shared_runtime.process_dispatcher(3)
     runs: list[tuple[int, int, int]] = []
     lock = threading.Lock()
 
@@ -390,7 +390,7 @@ def test_the_caller_runs_the_block_of_its_cpu() -> None:
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("one CPU: one block")
-    dispatch = parallel_runtime.process_dispatcher(3)
+    dispatch = shared_runtime.process_dispatcher(3)
     runs: list[tuple[int, int]] = []
     lock = threading.Lock()
 

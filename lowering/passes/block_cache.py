@@ -15,6 +15,11 @@ mapped while the executable lives, as XLA's buffer allocator keeps it; a module'
 destructor (run when the JIT engine is destroyed or the disk-cache or exported library is
 unloaded) gives them back. Smaller blocks go to malloc and free at once, as before.
 
+The module's two functions (and the destructor's) call the allocator's core (`CORE`),
+passing the module's slots and parked-bytes count: LLVM inlines it there, or, after the
+pipeline, the core's definitions become declarations of the runtime library's copy
+(runtime/shared_runtime.py: ~10 ms less JIT a program; the stages show the core).
+
 Thread-safe without a lock: a slot holds a block's address or 0, taken with an atomic
 exchange and filled with a compare-and-swap, so concurrent calls (replicas, the parallel
 loops' workers) never share a block. Each block starts with a HEADER-byte header holding
@@ -32,6 +37,9 @@ from ...dialect.context import parsed_once
 ALLOC = "_mlir_memref_to_llvm_alloc"
 FREE = "_mlir_memref_to_llvm_free"
 RELEASE = "xlamlir_release_blocks"
+CORE_ALLOC = "xlamlir_blocks_alloc"
+CORE_FREE = "xlamlir_blocks_free"
+CORE_RELEASE = "xlamlir_blocks_release"
 BLOCKS = "xlamlir_blocks"
 _PARKED = "xlamlir_parked_bytes"
 SLOTS = 8
@@ -41,14 +49,12 @@ MIN_BYTES = 1 << 17  # glibc's initial mmap threshold: smaller blocks come from 
 PARKED_LIMIT = 256 << 20
 HEADER = 16  # keeps malloc's 16-byte alignment; alignment beyond it is the caller's
 
-_SLOT = (f"  %base = llvm.mlir.addressof @{BLOCKS} : !llvm.ptr\n"
-         f"  %slot = llvm.getelementptr %base[0, %i] : (!llvm.ptr, i64) -> !llvm.ptr, "
+_SLOT = (f"  %slot = llvm.getelementptr %blocks[0, %i] : (!llvm.ptr, i64) -> !llvm.ptr, "
          f"!llvm.array<{SLOTS} x i64>")
 _CONSTANTS = f"""  %zero = llvm.mlir.constant(0 : i64) : i64
   %one = llvm.mlir.constant(1 : i64) : i64
   %slots = llvm.mlir.constant({SLOTS} : i64) : i64
-  %min = llvm.mlir.constant({MIN_BYTES} : i64) : i64
-  %parked = llvm.mlir.addressof @{_PARKED} : !llvm.ptr"""
+  %min = llvm.mlir.constant({MIN_BYTES} : i64) : i64"""
 
 
 def _take_each(done: str, found: str) -> str:
@@ -66,13 +72,12 @@ def _take_each(done: str, found: str) -> str:
   llvm.cond_br %empty, ^scan(%next : i64), ^{found}"""
 
 
-_FUNCTIONS = f"""
-llvm.func @malloc(i64) -> !llvm.ptr attributes {{sym_visibility = "private"}}
-llvm.func @free(!llvm.ptr) attributes {{sym_visibility = "private"}}
-llvm.mlir.global internal @{BLOCKS}(dense<0> : tensor<{SLOTS}xi64>) {{alignment = 64 : i64}}
-  : !llvm.array<{SLOTS} x i64>
-llvm.mlir.global internal @{_PARKED}(0 : i64) {{alignment = 64 : i64}} : i64
-llvm.func internal @{ALLOC}(%size: i64) -> !llvm.ptr {{
+_STATE = "%blocks: !llvm.ptr, %parked: !llvm.ptr"
+# The allocator's code, given the program's state (its slots and its parked-bytes count):
+# the same for every program, so a program may call the copy in the runtime library
+# (runtime/shared_runtime.py) instead of its own.
+CORE = f"""
+llvm.func internal @{CORE_ALLOC}({_STATE}, %size: i64) -> !llvm.ptr {{
 {_CONSTANTS}
   %header = llvm.mlir.constant({HEADER} : i64) : i64
   %total = llvm.add %size, %header : i64
@@ -112,7 +117,7 @@ llvm.func internal @{ALLOC}(%size: i64) -> !llvm.ptr {{
 ^out(%result: !llvm.ptr):
   llvm.return %result : !llvm.ptr
 }}
-llvm.func internal @{FREE}(%user: !llvm.ptr) {{
+llvm.func internal @{CORE_FREE}({_STATE}, %user: !llvm.ptr) {{
 {_CONSTANTS}
   %null = llvm.mlir.zero : !llvm.ptr
   %none = llvm.icmp "eq" %user, %null : !llvm.ptr
@@ -147,7 +152,7 @@ llvm.func internal @{FREE}(%user: !llvm.ptr) {{
 ^out:
   llvm.return
 }}
-llvm.func internal @{RELEASE}() {{
+llvm.func internal @{CORE_RELEASE}({_STATE}) {{
 {_CONSTANTS}
   llvm.br ^scan(%zero : i64)
 {_take_each("out", "release")}
@@ -160,8 +165,40 @@ llvm.func internal @{RELEASE}() {{
 ^out:
   llvm.return
 }}
+"""
+LIBC = """
+llvm.func @malloc(i64) -> !llvm.ptr attributes {sym_visibility = "private"}
+llvm.func @free(!llvm.ptr) attributes {sym_visibility = "private"}
+"""
+_ADDRESSES = (f"  %blocks = llvm.mlir.addressof @{BLOCKS} : !llvm.ptr\n"
+              f"  %parked = llvm.mlir.addressof @{_PARKED} : !llvm.ptr")
+# The program's state and the functions its code calls, each a call of the core with it.
+_PROGRAM = f"""
+llvm.mlir.global internal @{BLOCKS}(dense<0> : tensor<{SLOTS}xi64>) {{alignment = 64 : i64}}
+  : !llvm.array<{SLOTS} x i64>
+llvm.mlir.global internal @{_PARKED}(0 : i64) {{alignment = 64 : i64}} : i64
+llvm.func internal @{ALLOC}(%size: i64) -> !llvm.ptr {{
+{_ADDRESSES}
+  %block = llvm.call @{CORE_ALLOC}(%blocks, %parked, %size) : (!llvm.ptr, !llvm.ptr, i64) -> !llvm.ptr
+  llvm.return %block : !llvm.ptr
+}}
+llvm.func internal @{FREE}(%user: !llvm.ptr) {{
+{_ADDRESSES}
+  llvm.call @{CORE_FREE}(%blocks, %parked, %user) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+  llvm.return
+}}
+llvm.func internal @{RELEASE}() {{
+{_ADDRESSES}
+  llvm.call @{CORE_RELEASE}(%blocks, %parked) : (!llvm.ptr, !llvm.ptr) -> ()
+  llvm.return
+}}
 llvm.mlir.global_dtors dtors = [@{RELEASE}], priorities = [65535 : i32], data = [#llvm.zero]
 """
+_FUNCTIONS = LIBC + CORE + _PROGRAM
+#: The core's functions, with their LLVM dialect types (runtime/shared_runtime.py).
+CORE_FUNCTIONS = {CORE_ALLOC: "(!llvm.ptr, !llvm.ptr, i64) -> !llvm.ptr",
+                  CORE_FREE: "(!llvm.ptr, !llvm.ptr, !llvm.ptr)",
+                  CORE_RELEASE: "(!llvm.ptr, !llvm.ptr)"}
 
 
 def _symbol(op: Any) -> str | None:

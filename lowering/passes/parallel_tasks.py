@@ -33,8 +33,9 @@ on a worker. Two passes replace the three:
   trampoline per loop, each taking all the values) was half of softmax's machine code.
 
 The JIT does not compile each module's copy of the shared dispatcher and trampoline: the
-compiler swaps it for one copy per process after the pipeline (`call_shared_functions_at`,
-runtime/parallel_runtime.py); the stages show the program whole.
+compiler swaps it for the runtime library's copy (built once per cache directory) or one
+per process after the pipeline (`call_shared_functions_at`, runtime/shared_runtime.py);
+the stages show the program whole.
 
 Iterations are independent (scf.forall semantics), so how they are split into blocks
 changes nothing in the results: they do not depend on the number of worker threads.
@@ -699,7 +700,7 @@ def _shared_ops(context: ir.Context) -> tuple[ir.Module, list[tuple[Any, str, bo
 
 
 # ---------------------------------------------------------------------------------------
-# The shared functions compiled once per process (runtime/parallel_runtime.py)
+# The shared functions compiled once (runtime/shared_runtime.py)
 
 def shared_functions_text(address_function: str) -> str:
     """A module of its own holding the shared functions and `address_function`, which
