@@ -121,8 +121,11 @@ def compile_mlir(text: str, pipeline: Pipeline | None = None, num_replicas: int 
             _cache.move_to_end(key)
             cached.compile_stats["cache_hits"] += 1
             return cached
+    # The runtime library's switch is in the key: an entry calling the library cannot be
+    # loaded where it is off (it would be compiled again and overwritten each time).
     entry = disk_cache.plan(text, pipeline, cpu, num_replicas=num_replicas,
-                            dynamic_strides=dynamic_strides, name=name, opt_level=JIT_OPT_LEVEL)
+                            dynamic_strides=dynamic_strides, name=name, opt_level=JIT_OPT_LEVEL,
+                            runtime_library=shared_runtime.allowed())
     executable = _load_from_disk(entry, text, pipeline, num_replicas, name, dynamic_strides, cpu)
     if executable is None:
         # The cache key ignores locations: the same computation built elsewhere is a hit.
@@ -172,6 +175,7 @@ def _load_from_disk(entry: disk_cache.Entry, text: str, pipeline: Pipeline, num_
     executable.pipeline = pipeline
     executable.target_cpu = cpu
     executable.keeps_object = bool(os.environ.get("XLAMLIR_KEEP_OBJECT"))
+    executable.runtime_library = loaded.runtime_library
     return executable
 
 

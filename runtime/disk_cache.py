@@ -22,7 +22,8 @@ The key hashes everything the machine code depends on: the module text, the pipe
 (textual passes by their text, the library's own Python passes by module:qualname), the
 target CPU and this machine's CPU (model and feature flags: the JIT's wrappers are compiled
 for it), the library (version and a hash of its source files, taken at import), the
-MLIR/LLVM wheels, num_replicas, dynamic_strides, the entry name and the JIT's -O level.
+MLIR/LLVM wheels, num_replicas, dynamic_strides, the entry name, the JIT's -O level and
+$XLAMLIR_RUNTIME_LIBRARY (runtime/shared_runtime.py).
 Not cached: pipelines with other Python passes (a lambda or closure has no stable name),
 compiles asking for per-pass dumps, pass timings or stage locations, and machines other
 than Linux x86-64 or without a linker. Imports `dialect`.
@@ -219,6 +220,7 @@ class Loaded:
     stages: StageTexts
     compiled_s: float
     dispatches_parallel_loops: bool
+    runtime_library: bool
 
 
 class _Corrupt(Exception):
@@ -306,7 +308,7 @@ class Entry:
             return None
         _touch(self.path)
         self.status = "hit"
-        return Loaded(library, parameters, result, records, stages, compiled_s, parallel)
+        return Loaded(library, parameters, result, records, stages, compiled_s, parallel, runtime)
 
     def loaded(self) -> None:
         """The program from the entry is ready: the time it took."""

@@ -120,6 +120,12 @@ def _open_library(path: Path) -> ctypes.CDLL:
     return library
 
 
+def allowed() -> bool:
+    """Whether $XLAMLIR_RUNTIME_LIBRARY lets programs call the runtime library (default:
+    yes; whether it is available is `runtime_library`'s to say)."""
+    return c_build.allowed(ENV)
+
+
 def library_name(opt_level: int, identity: str) -> str:
     """The runtime library's file name in the cache's `fastcall/` folder: a hash of its
     module, the JIT's -O level and `identity` (disk_cache.code_identity)."""
@@ -132,16 +138,18 @@ def runtime_library(opt_level: int) -> ctypes.CDLL | None:
     is none for this process: the disk cache is off or cannot hold machine code here,
     $XLAMLIR_RUNTIME_LIBRARY is off, or the build failed (`unavailable_reason()`).
     Once loaded, kept for the process's life (a later change of the cache directory
-    does not unload it). The async runtime must be loaded first."""
+    does not unload it; turning the switch off stops its use). The async runtime must
+    be loaded first."""
+    if not allowed():
+        _state["why"] = f"{ENV} is off"
+        return None
     if _state.get("library") is not None:
+        _state["why"] = None
         return _state["library"]
     identity = code_identity()
     with _lock:
         if _state.get("library") is not None:
             return _state["library"]
-        if not c_build.allowed(ENV):
-            _state["why"] = f"{ENV} is off"
-            return None
         if identity is None:
             _state["why"] = "the disk cache is off or cannot hold machine code here"
             return None

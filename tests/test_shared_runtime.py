@@ -166,6 +166,24 @@ def test_without_the_library_a_stored_program_keeps_its_own_copy(
     assert not exe.runtime_library and not calls_library_allocator(exe, tmp_path / "sort.o")
 
 
+def test_the_switch_is_part_of_the_cache_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An entry calling the library is never loaded where the library is switched off
+    # (its load would fail, the entry be compiled again and overwritten, back and forth).
+    monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path / "cache"))
+    computation = sort_sum(1 << 12)
+    x = np.random.default_rng(5).standard_normal(1 << 12, dtype=np.float32)
+    seen = []
+    for switch in ("on", "off", "on", "off"):
+        monkeypatch.setenv(shared_runtime.ENV, switch)
+        clear_cache()
+        exe = xm.compile(computation)
+        seen.append((exe.compile_stats["disk_cache"], exe.runtime_library))
+        assert float(exe(x)) == pytest.approx(sort_sum_reference(x), rel=1e-5)
+        from xlamlir.runtime import cache_writer
+        cache_writer.flush()
+    assert seen == [("miss", True), ("miss", False), ("hit", True), ("hit", False)]
+
+
 def test_a_failed_library_build_falls_back_to_the_jit_copy(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XLAMLIR_CACHE_DIR", str(tmp_path / "cache"))
