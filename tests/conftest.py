@@ -45,6 +45,17 @@ atexit.register(shutil.rmtree, _SCRATCH, True)
 _CHECK_COMMENT = re.compile(r"^\s*#\s*(CHECK[A-Z0-9-]*(?:\{[^}]*\})?:.*)$")
 
 
+@pytest.fixture(autouse=True)
+def _compile_afresh_when_patched(request: pytest.FixtureRequest) -> None:
+    """With XLAMLIR_TEST_CACHE_DIR, a test that patches the library (monkeypatch: a
+    lowering's threshold, a schedule's parameters) compiles with the disk cache off: the
+    key knows the library's files, not its patched attributes, so the test would load
+    what an unpatched compile stored (~110 tests compared a path with itself). A test
+    that sets XLAMLIR_CACHE_DIR itself still does."""
+    if os.environ.get("XLAMLIR_TEST_CACHE_DIR") and "monkeypatch" in request.fixturenames:
+        request.getfixturevalue("monkeypatch").setenv("XLAMLIR_CACHE_DIR", "off")
+
+
 @pytest.fixture
 def b() -> xm.XlaBuilder:
     """A fresh builder named "test"."""
