@@ -210,10 +210,9 @@ class Shared:
     library: bool
 
 
-def _call_core_in_library(module: ir.Module) -> bool:
+def _call_core_in_library(module: ir.Module) -> None:
     """The block allocator's core functions of `module`, if it has them, made declarations
-    (resolved in the runtime library): whether it had them."""
-    found = False
+    (resolved in the runtime library)."""
     with module.context, ir.Location.unknown():
         for op in list(module.body.operations):
             if op.operation.name != "llvm.func" or "sym_name" not in op.attributes:
@@ -225,8 +224,6 @@ def _call_core_in_library(module: ir.Module) -> bool:
                 returns = f" -> {result}" if result else ""
                 module.body.append(ir.Operation.parse(
                     f'llvm.func @{name}{params}{returns} attributes {{sym_visibility = "private"}}'))
-                found = True
-    return found
 
 
 def share(module: ir.Module, stored: bool, opt_level: int) -> Shared:
@@ -235,8 +232,7 @@ def share(module: ir.Module, stored: bool, opt_level: int) -> Shared:
     else the process's JIT copy of the dispatcher, if `module` is not `stored` in the disk
     cache and this process compiled `OWN_COPIES` such programs already."""
     parallel = defines_shared_functions(module)
-    defined = _defined_names(module)
-    allocates = any(f"@{name}" in defined for name in block_cache.CORE_FUNCTIONS)
+    allocates = bool(_defined_names(module) & set(block_cache.CORE_FUNCTIONS))
     if (parallel or allocates) and runtime_library(opt_level) is not None:
         if parallel:
             call_shared_functions_at(module, SHARED_SYMBOL)
@@ -253,9 +249,7 @@ def share(module: ir.Module, stored: bool, opt_level: int) -> Shared:
 
 
 def _defined_names(module: ir.Module) -> set[str]:
-    """`@name` of every function `module` defines (with a body)."""
-    names = set()
-    for op in module.body.operations:
-        if op.operation.name == "llvm.func" and "sym_name" in op.attributes and len(op.regions[0].blocks):
-            names.add("@" + ir.StringAttr(op.attributes["sym_name"]).value)
-    return names
+    """The name of every function `module` defines (with a body)."""
+    return {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
+            if op.operation.name == "llvm.func" and "sym_name" in op.attributes
+            and len(op.regions[0].blocks)}
