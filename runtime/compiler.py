@@ -152,7 +152,7 @@ def _load_from_disk(entry: disk_cache.Entry, text: str, pipeline: Pipeline, num_
     if entry.key is not None:
         load_async_runtime()  # as for the JIT: the code of parallel loops calls it
     loaded = entry.load(_load_runtime_libraries,
-                        before_runtime=lambda: shared_runtime.load_for_entry(JIT_OPT_LEVEL))
+                        before_runtime=lambda: shared_runtime.runtime_library(JIT_OPT_LEVEL))
     if loaded is None:
         return None
     try:

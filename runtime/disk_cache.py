@@ -66,8 +66,8 @@ _MAGIC = b"xlamlir-cache\0\0\0"
 _HEADER = struct.Struct("<16sII32s")  # magic, format, metadata length, SHA-256 of the rest
 _STALE_S = 3600  # a temporary file this old was left by a process that died
 #: Where the library's own builds go (runtime/c_build.py): the call path's module
-#: (runtime/fastcall.py), the thread pool (runtime/task_pool.py) and the parallel loops'
-#: runtime library (runtime/shared_runtime.py), one file per build key.
+#: (runtime/fastcall.py), the thread pool (runtime/task_pool.py) and the runtime library
+#: (runtime/shared_runtime.py), one file per build key.
 FASTCALL_FOLDER = "fastcall"
 _PACKAGE = __name__.split(".")[0]
 _ROOT = Path(__file__).resolve().parents[1]

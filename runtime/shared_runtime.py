@@ -13,7 +13,7 @@ without; their allocators another ~10 ms a program that has temporaries, 21 of 3
   `_mlir_ciface_xlamlir_parallel_for` and `xlamlir_blocks_alloc/free/release` (with
   their own state: the allocator's slots stay the program's) there, which the JIT and
   the dynamic loader resolve: JIT-compiled programs and the disk cache's entries alike
-  (an entry that calls it has the library loaded before its own: `load_for_entry`).
+  (an entry that calls it has the library loaded before its own).
 - Otherwise (cache off, no linker, $XLAMLIR_RUNTIME_LIBRARY off, a failed build), the
   allocator stays in each program, and a process first compiles `OWN_COPIES` programs
   with their own dispatcher, then JIT-compiles the process's (~12 ms once) and binds
@@ -46,6 +46,7 @@ from ..lowering.passes import block_cache
 from ..lowering.passes.parallel_tasks import (
     PARALLEL_FOR,
     call_shared_functions_at,
+    declaration,
     defines_shared_functions,
     shared_functions_text,
 )
@@ -173,12 +174,6 @@ def unavailable_reason() -> str | None:
     return _state.get("why")
 
 
-def load_for_entry(opt_level: int) -> None:
-    """Before a disk-cache entry that calls the runtime library is loaded: the library,
-    if this process can have it (else the load fails and the program is compiled again)."""
-    runtime_library(opt_level)
-
-
 def process_dispatcher(opt_level: int) -> Any:
     """The shared dispatcher JIT-compiled for this process (once; the async runtime must
     be loaded), as a ctypes function for `register_runtime`."""
@@ -220,10 +215,8 @@ def _call_core_in_library(module: ir.Module) -> None:
             name = ir.StringAttr(op.attributes["sym_name"]).value
             if name in block_cache.CORE_FUNCTIONS and len(op.regions[0].blocks):
                 op.operation.erase()
-                params, _, result = block_cache.CORE_FUNCTIONS[name].partition(" -> ")
-                returns = f" -> {result}" if result else ""
                 module.body.append(ir.Operation.parse(
-                    f'llvm.func @{name}{params}{returns} attributes {{sym_visibility = "private"}}'))
+                    declaration(name, block_cache.CORE_FUNCTIONS[name])))
 
 
 def share(module: ir.Module, stored: bool, opt_level: int) -> Shared:

@@ -270,7 +270,7 @@ _SHARED_NAMES = (PARALLEL_FOR, _TASK, _LEAVE)
 _SHARED_KEY = "parallel_tasks.shared"  # in the context's cache: the parsed _SHARED
 
 
-def _declaration(name: str, signature: str) -> str:
+def declaration(name: str, signature: str) -> str:
     params, _, result = signature.partition(" -> ")
     returns = f" -> {result}" if result else ""
     return f'llvm.func @{name}{params}{returns} attributes {{sym_visibility = "private"}}'
@@ -278,7 +278,7 @@ def _declaration(name: str, signature: str) -> str:
 
 def _declarations() -> str:
     """The functions of the runtime and libc the shared functions call."""
-    return "\n".join(_declaration(n, s) for n, s in {**_RUNTIME, **_LIBC}.items())
+    return "\n".join(declaration(n, s) for n, s in {**_RUNTIME, **_LIBC}.items())
 
 
 def _field(ptr: str, struct: str, k: int, name: str) -> str:
@@ -738,6 +738,6 @@ def call_shared_functions_at(module: ir.Module, symbol: str) -> bool:
     for op in shared:
         op.operation.erase()
     with module.context, ir.Location.unknown():
-        module.body.append(ir.Operation.parse(_declaration(symbol, _DISPATCHER_TYPE)))
+        module.body.append(ir.Operation.parse(declaration(symbol, _DISPATCHER_TYPE)))
         ir.SymbolTable.replace_all_symbol_uses(PARALLEL_FOR, symbol, module.operation)
     return True
