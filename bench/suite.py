@@ -47,15 +47,25 @@ CACHE_ENV = "XLAMLIR_CACHE_DIR"
 
 
 def _load_thread_pool() -> None:
-    """The thread pool's one-time build (~0.15 s with `cc`, once per cache directory:
-    runtime/task_pool.py) before any row, so that no row's cold compile carries it."""
+    """The one-time builds of the thread pool (~0.15 s with `cc`: runtime/task_pool.py)
+    and of the runtime library (30-90 ms: runtime/shared_runtime.py), once per cache
+    directory, before any row, so that no row's cold compile carries them."""
     try:
         from xlamlir.runtime.compiler import load_async_runtime
     except ImportError:  # an older library: its first parallel compile loads the runtime
         return
     start = time.perf_counter()
     load_async_runtime()
-    print(f"(thread pool loaded in {(time.perf_counter() - start) * 1e3:.0f} ms before the rows)")
+    what = "thread pool"
+    try:
+        from xlamlir.runtime import shared_runtime
+        from xlamlir.runtime.compiler import JIT_OPT_LEVEL
+    except ImportError:  # a library without one
+        pass
+    else:
+        if shared_runtime.runtime_library(JIT_OPT_LEVEL) is not None:
+            what += " and runtime library"
+    print(f"({what} loaded in {(time.perf_counter() - start) * 1e3:.0f} ms before the rows)")
 
 
 def persistent_cache_available() -> bool:

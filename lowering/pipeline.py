@@ -16,11 +16,11 @@ from typing import Any
 from mlir import ir
 from mlir.passmanager import PassManager
 
-from ..dialect.context import context_cache
 from ..dialect.errors import CompileError
 from ..dialect.registry import DIALECT
 from ..dialect.verify import verify_module
 from .lower_pass import lower_xhlo
+from .pass_managers import parsed, verify_each_pass
 from .passes.aligned_loop_inputs import aligned_loop_inputs
 from .passes.approximations import approximate_math
 from .passes.block_cache import cache_blocks
@@ -205,6 +205,12 @@ DEFAULT_STAGES: list[tuple[str, list[PassSpec]]] = [
 _DEFAULT_PASSES = [p for _, passes in DEFAULT_STAGES for p in passes]
 
 
+def _is_default(spec: PassSpec) -> bool:
+    """One of the default pipeline's passes (the same callable, or the same pipeline text:
+    upstream passes whose code we know): run without MLIR's verifier after it."""
+    return spec in _DEFAULT_PASSES
+
+
 class _ByIdentity:
     """A Python pass in a cache key: equal only to itself. The key holds the pass, so
     its id cannot be reused by another pass while the entry lives (a bare id() could:
@@ -308,6 +314,8 @@ class Pipeline:
             return module.operation.get_asm(enable_debug_info=locations, assume_verified=True)
 
         merge = not per_pass and after_each_pass is None
+        # Printing after every pass assumes a verified module (lowering/pass_managers.py).
+        verify_all = after_each_pass is not None or verify_each_pass()
         # The first stage's text, then a snapshot per stage, printed when read
         # (lowering/stage_texts.py).
         stages: dict[str, str | Snapshot] = {}
@@ -317,13 +325,16 @@ class Pipeline:
         for name, passes in self._stages:
             # Kept for a reproducer if a pass fails (the previous stage: no cost).
             stage_input = next(reversed(stages.values())) if stages else (text() if passes else "")
+            unverified = False
             for group in _groups(passes, merge):
                 start = time.perf_counter()
+                verify = verify_all or not all(_is_default(p) for p in group)
+                unverified = unverified or not verify
                 try:
                     if len(group) == 1:
-                        run_pass(module, name, group[0], verify_xhlo=xhlo_level)
+                        run_pass(module, name, group[0], verify_xhlo=xhlo_level, verify=verify)
                     else:
-                        _run_merged(module, name, group)
+                        _run_merged(module, name, group, verify)
                 except CompileError as error:
                     if not hasattr(error, "failed_pass"):
                         raise  # not a pass failure (a pipeline that does not parse)
@@ -337,6 +348,8 @@ class Pipeline:
                                     time.perf_counter() - start))
                 if after_each_pass is not None:
                     after_each_pass.append((name, describe_pass(group[0]), text()))
+            if unverified:
+                _verify_stage(module, name, passes, stage_input)
             stages[name] = Snapshot.of(module, locations) if stages else text()
         return readable_stages(stages)
 
@@ -424,9 +437,10 @@ def _with_reproducer(error: CompileError, context: ir.Context, stage: str,
 
 
 def _failing_pass_input(context: ir.Context, stage: str, passes: list[PassSpec],
-                        stage_input: str) -> tuple[PassSpec, str] | None:
-    """(failing pass, module text before it), replaying the stage from `stage_input`:
-    one pass at a time, then as merged runs (a failure only those show)."""
+                        stage_input: str) -> tuple[PassSpec, str, CompileError] | None:
+    """(failing pass, module text before it, its error), replaying the stage from
+    `stage_input` with verification after every pass: one pass at a time, then as merged
+    runs (a failure only those show)."""
     # Source locations only if the stage text has them: else the parser's own ("-":2:19)
     # would point into a buffer the reader never sees.
     located = "loc(" in stage_input
@@ -437,17 +451,36 @@ def _failing_pass_input(context: ir.Context, stage: str, passes: list[PassSpec],
             spec: PassSpec = group[0] if len(group) == 1 else ",".join(str(p) for p in group)
             try:
                 run_pass(module, stage, spec, verify_xhlo=f'"{DIALECT}.' in before)
-            except CompileError:
-                return spec, before
+            except CompileError as error:
+                return spec, before, error
     return None
 
 
-def _run_merged(module: ir.Module, stage: str, group: list[PassSpec]) -> None:
+def _verify_stage(module: ir.Module, stage: str, passes: list[PassSpec],
+                  stage_input: str | Snapshot) -> None:
+    """The module after a stage whose passes ran without the pass manager's verification:
+    valid, else the CompileError of replaying the stage with it (naming the pass whose
+    result is invalid, with a reproducer)."""
+    try:
+        module.operation.verify()
+    except ir.MLIRError as e:
+        raw_input = stage_input if isinstance(stage_input, str) else stage_input.text()
+        found = _failing_pass_input(module.context, stage, passes, raw_input)
+        if found is not None:
+            error = found[2]
+        else:
+            error = CompileError(f"stage {stage!r}: the module after it is invalid:\n{e}",
+                                 stage, str(e))
+            error.failed_pass = None  # type: ignore[attr-defined]
+        raise _with_reproducer(error, module.context, stage, passes, raw_input) from e
+
+
+def _run_merged(module: ir.Module, stage: str, group: list[PassSpec], verify: bool = True) -> None:
     """Textual passes in one PassManager; on failure, the same passes one by one on a
     copy of the input, for an error naming the failing pass."""
     before = module.operation.clone()  # detached; no measurable cost next to the passes
     try:
-        run_pass(module, stage, ",".join(str(p) for p in group))
+        run_pass(module, stage, ",".join(str(p) for p in group), verify=verify)
     except CompileError as merged_error:
         for spec in group:
             run_pass(before, stage, spec)  # raises the error naming the pass
@@ -457,9 +490,10 @@ def _run_merged(module: ir.Module, stage: str, group: list[PassSpec]) -> None:
 
 
 def run_pass(module: ir.Module | ir.Operation, stage: str, spec: PassSpec,
-             verify_xhlo: bool = False) -> None:
+             verify_xhlo: bool = False, verify: bool = True) -> None:
     """Run one pass spec; `verify_xhlo`: the module may still hold xhlo ops, which a
-    Python pass's result is checked for (`dialect.verify`, without the shape rules)."""
+    Python pass's result is checked for (`dialect.verify`, without the shape rules);
+    `verify`: MLIR's verifier runs after every pass (else the caller verifies)."""
     context = module.context
     failure: list[BaseException] = []
     diagnostics: list[str] = []
@@ -472,10 +506,11 @@ def run_pass(module: ir.Module | ir.Operation, stage: str, spec: PassSpec,
 
     try:
         pm = PassManager("builtin.module", context=context)
+        pm.enable_verifier(verify)
         if isinstance(spec, str):
             pipeline_text = spec
             try:
-                pm = _parsed(spec, context)
+                pm = parsed(spec, context, verify)
             except Exception as e:  # noqa: BLE001 - the binding raises ValueError/MLIRError
                 raise CompileError(f"stage {stage!r}: cannot parse pass pipeline {spec!r}: {e}",
                                    stage, str(e)) from None
@@ -505,19 +540,6 @@ def run_pass(module: ir.Module | ir.Operation, stage: str, spec: PassSpec,
                              stage, str(failure[0]))
         error.failed_pass = spec  # type: ignore[attr-defined]
         raise error from failure[0]
-
-
-def _parsed(spec: str, context: ir.Context) -> PassManager:
-    """The pass manager of textual pipeline `spec`, kept with the thread's reusable
-    context: a pass manager initializes its passes once per context (canonicalize
-    collects every op's patterns), not once per run, and parsing is skipped too."""
-    cache = context_cache(context)
-    pm = cache.get(spec) if cache is not None else None
-    if pm is None:
-        pm = PassManager.parse(f"builtin.module({spec})", context=context)
-        if cache is not None:
-            cache[spec] = pm
-    return pm
 
 
 def _guarded(fn: Callable[[Any, Any], None], failure: list[BaseException],

@@ -33,6 +33,12 @@ from xlamlir.dialect.context import new_context
 # XLAMLIR_TEST_CACHE_DIR=dir runs the suite through a cache in `dir` instead.
 os.environ["XLAMLIR_CACHE_DIR"] = os.environ.get("XLAMLIR_TEST_CACHE_DIR", "off")
 
+# MLIR's verifier after every pass, not only at the end of each stage as compiles do by
+# default (lowering/pass_managers.py): a bug of ours shows at the pass that made it.
+# The verification only reads the module: the code is the same. tests/test_pipeline.py
+# runs the default way too.
+os.environ.setdefault("XLAMLIR_VERIFY_EACH_PASS", "1")
+
 # What the suite's code writes to the temporary directory goes into one folder per test
 # process, removed when it exits: the reproducer folders of the passes tests make fail
 # (lowering/reproducer.py: ~60 a run were left in /tmp), the C builds and the cache

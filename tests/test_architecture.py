@@ -30,13 +30,14 @@ LAYERS: dict[str, set[str]] = {
 LOWERING: dict[str, set[str]] = {
     "scalar": set(),
     "register_transpose": set(),
+    "pass_managers": set(),
     "patterns": {"scalar"},
     "ops": {"scalar", "patterns", "register_transpose"},
-    "passes": {"scalar", "patterns", "register_transpose"},
+    "passes": {"scalar", "patterns", "register_transpose", "pass_managers"},
     "lower_pass": {"ops", "patterns"},
     "reproducer": set(),
     "stage_texts": set(),
-    "pipeline": {"passes", "lower_pass", "reproducer", "stage_texts"},
+    "pipeline": {"passes", "lower_pass", "reproducer", "stage_texts", "pass_managers"},
     "schedules": {"passes"},
     "__init__": {"pipeline"},
 }

@@ -111,9 +111,10 @@ def test_pass_managers_are_parsed_once_per_context(monkeypatch: pytest.MonkeyPat
     xm.compile(_program("first", "mul"))
     cache = contexts.context_cache(contexts._reused.state[0])
     # The cache also keeps other per-context things (the lowering patterns, the parallel
-    # loops' shared functions); the pass managers are those keyed by their pipeline text.
-    kept = {spec: pm for spec, pm in cache.items() if isinstance(pm, PassManager)}
-    assert kept and all(isinstance(spec, str) for spec in kept)
+    # loops' shared functions); the pass managers are those keyed by their pipeline text
+    # (with whether they verify after each pass, and the op they run on).
+    kept = {key: pm for key, pm in cache.items() if isinstance(pm, PassManager)}
+    assert kept and all(isinstance(key, tuple) and isinstance(key[0], str) for key in kept)
     xm.compile(_program("second", "exp"))
     assert all(cache[spec] is pm for spec, pm in kept.items())
     # Any other context keeps nothing.

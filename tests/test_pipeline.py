@@ -13,6 +13,8 @@ from conftest import isolated
 from mlir import ir
 
 import xlamlir as xm
+from xlamlir.lowering import pipeline as pipeline_module
+from xlamlir.lowering.pass_managers import VERIFY_ENV
 
 N = 8
 X = np.linspace(-1, 1, N, dtype=np.float32)
@@ -297,9 +299,13 @@ BROKEN_PIPELINES = [
 
 
 @isolated
-def test_passes_that_break_the_ir() -> None:
+@pytest.mark.parametrize("verify_each_pass", ["1", "0"])
+def test_passes_that_break_the_ir(verify_each_pass: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each broken pipeline gives a CompileError naming the stage with MLIR's diagnostics;
-    run in a child interpreter, so that a crash fails this test instead of the session."""
+    run in a child interpreter, so that a crash fails this test instead of the session.
+    With MLIR's verifier after every pass and as compiles run by default (the default
+    pipeline's passes verified at the end of their stage, a user's right after it)."""
+    monkeypatch.setenv(VERIFY_ENV, verify_each_pass)
     problems = []
     for name, make, stage, diagnostic in BROKEN_PIPELINES:
         try:
@@ -316,6 +322,25 @@ def test_passes_that_break_the_ir() -> None:
             problems.append(f"{name}: compiled without an error")
     check_result(xm.compile(comp()))
     assert not problems, "\n".join(problems)
+
+
+@isolated
+def test_an_invalid_module_from_a_default_pass_is_caught_at_the_end_of_its_stage(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default pipeline's passes run without MLIR's verifier after each; the stage's
+    result is verified, and a failure replays the stage with it to name the pass."""
+    monkeypatch.setenv(VERIFY_ENV, "0")
+    monkeypatch.setattr(pipeline_module, "_DEFAULT_PASSES",
+                        [*pipeline_module._DEFAULT_PASSES, _erase_first_return])
+    pipeline = xm.Pipeline.default().insert_after("linalg", _erase_first_return)
+    with pytest.raises(xm.CompileError) as e:
+        xm.compile(comp(), pipeline)
+    text = str(e.value)
+    assert "stage 'linalg'" in text and "_erase_first_return" in text, text
+    assert "terminator" in text + e.value.diagnostics, text
+    assert e.value.failed_pass is _erase_first_return
+    assert e.value.reproducer is not None, text
+    check_result(xm.compile(comp()))
 
 
 @isolated

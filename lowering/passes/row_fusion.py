@@ -29,8 +29,8 @@ from typing import Any
 
 from mlir import ir
 from mlir.dialects.transform import interpreter
-from mlir.passmanager import PassManager
 
+from .. import pass_managers
 from .generic_attrs import indexing_maps, iterator_kinds
 from .vectorize import _ELEMENT_TYPES, _body_ok, threads
 
@@ -210,4 +210,4 @@ def fuse_rows(module_op: Any, pass_: Any) -> None:
     # The fused producers' originals are dead, and a producer two fused users read was
     # fused once per user: one copy left. Here, not in the stage: most programs have
     # nothing to fuse.
-    PassManager.parse("builtin.module(canonicalize,cse)", module.context).run(module)
+    pass_managers.ours("canonicalize,cse", module.context).run(module)

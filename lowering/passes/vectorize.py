@@ -15,9 +15,9 @@ from typing import Any
 
 from mlir import ir
 from mlir.dialects.transform import interpreter
-from mlir.passmanager import PassManager
 
 from ...dialect.context import parsed_once
+from .. import pass_managers
 from .generic_attrs import iterator_kinds
 
 VECTOR_SIZE = 16  # f32 lanes: one AVX-512 register, two AVX2 ones (LLVM splits them)
@@ -71,12 +71,12 @@ def _has_strided_access(op: Any) -> bool:
 def super_vectorize(op: Any, pass_: Any) -> None:
     """affine-super-vectorize on every function that it can handle."""
     # Single-iteration loops left by fusion make the vectorizer emit invalid writes.
-    pipeline = (f"func.func(affine-loop-normalize{{promote-single-iter=true}},"
-                f"affine-super-vectorize{{virtual-vector-size={VECTOR_SIZE}}})")
+    pipeline = (f"affine-loop-normalize{{promote-single-iter=true}},"
+                f"affine-super-vectorize{{virtual-vector-size={VECTOR_SIZE}}}")
     for func_op in op.regions[0].blocks[0].operations:
         if func_op.operation.name != "func.func" or _has_strided_access(func_op.operation):
             continue
-        PassManager.parse(pipeline, context=op.context).run(func_op.operation)
+        pass_managers.ours(pipeline, op.context, "func.func").run(func_op.operation)
 
 
 _HOIST_SCRIPT = """module attributes {transform.with_named_sequence} {
