@@ -14,6 +14,8 @@ suite sets it: a bug of ours then shows at the pass that made it).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 from mlir import ir
 from mlir.passmanager import PassManager
@@ -21,6 +23,19 @@ from mlir.passmanager import PassManager
 from ..dialect.context import context_cache
 
 VERIFY_ENV = "XLAMLIR_VERIFY_EACH_PASS"
+# Marks a Python pass of ours made on demand (a schedule for another CPU's tiles): run
+# like the default pipeline's passes, verified at the end of its stage.
+_OWN = "xlamlir_own_pass"
+
+
+def own_pass(fn: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+    """`fn`, marked as one of the library's passes (lowering/pipeline.py)."""
+    setattr(fn, _OWN, True)
+    return fn
+
+
+def is_own_pass(spec: Any) -> bool:
+    return getattr(spec, _OWN, False) is True
 
 
 def verify_each_pass() -> bool:

@@ -20,7 +20,7 @@ from ..dialect.errors import CompileError
 from ..dialect.registry import DIALECT
 from ..dialect.verify import verify_module
 from .lower_pass import lower_xhlo
-from .pass_managers import parsed, verify_each_pass
+from .pass_managers import is_own_pass, parsed, verify_each_pass
 from .passes.aligned_loop_inputs import aligned_loop_inputs
 from .passes.approximations import approximate_math
 from .passes.block_cache import cache_blocks
@@ -211,8 +211,9 @@ _DEFAULT_PASSES = [p for _, passes in DEFAULT_STAGES for p in passes]
 
 def _is_default(spec: PassSpec) -> bool:
     """One of the default pipeline's passes (the same callable, or the same pipeline text:
-    upstream passes whose code we know): run without MLIR's verifier after it."""
-    return spec in _DEFAULT_PASSES
+    upstream passes whose code we know) or another of ours (`own_pass`): run without
+    MLIR's verifier after it."""
+    return spec in _DEFAULT_PASSES or is_own_pass(spec)
 
 
 class _ByIdentity:

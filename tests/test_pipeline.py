@@ -343,6 +343,17 @@ def test_an_invalid_module_from_a_default_pass_is_caught_at_the_end_of_its_stage
     check_result(xm.compile(comp()))
 
 
+def test_which_passes_run_without_the_verifier_after_each() -> None:
+    from xlamlir.lowering.passes import schedules
+
+    assert pipeline_module._is_default("canonicalize")  # the same upstream pass as ours
+    assert pipeline_module._is_default(schedules.schedule_contractions)
+    # Another CPU's schedule (xm.compile(..., target_cpu=...)) is ours too.
+    assert pipeline_module._is_default(schedules.scheduler(schedules.Params.for_target("x86-64-v3")))
+    assert not pipeline_module._is_default("canonicalize{max-iterations=3}")
+    assert not pipeline_module._is_default(_erase_first_return)
+
+
 @isolated
 def test_pipeline_that_never_reaches_llvm() -> None:
     """Stopping short of the LLVM dialect fails when the code is generated, with MLIR's

@@ -90,6 +90,7 @@ from mlir.dialects import arith, bufferization, linalg, tensor
 from mlir.dialects.transform import interpreter
 
 from ...dialect.errors import ArgumentError
+from ..pass_managers import own_pass
 from .generic_attrs import all_parallel, indexing_maps, iterator_kinds
 from .lane_schedules import schedule_lanes
 from .register_tiles import rows_as_slices
@@ -999,6 +1000,7 @@ def scheduler(params: Params) -> Callable[[Any, Any], None]:
     if key not in _schedulers:
         fixed = replace(params)  # later changes to `params` do not reach the pass
 
+        @own_pass
         def schedule_contractions_with(op: Any, pass_: Any) -> None:
             _schedule(op, fixed)
 
