@@ -40,7 +40,7 @@ FLOATS = [np.dtype(np.float32), np.dtype(np.float64)]
 # (exactness, total-order sort keys, tolerances) would need a special case.
 HALF = [np.dtype(np.float16)]
 INTS = [np.dtype(np.int32), np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.uint32),
-        np.dtype(np.int64)]
+        np.dtype(np.int64), np.dtype(np.int16), np.dtype(np.uint16)]
 BOOL = np.dtype(np.bool_)
 EXACT_LIMIT = 2.0**20
 # Integers up to 2^p are exact in a p-bit significand; above, sums round.
