@@ -1,7 +1,7 @@
 """The differential fuzzer's narrow element types, a mixin of differential_fuzzer.Generator.
 
 `g_narrow` converts a pool value to a sub-byte integer (s2, s4, u2, u4) or a narrow float
-(the f8 types, f4e2m1fn, f8e8m0fnu), computes a few ops in that type (arithmetic,
+(the f8 types, f4e2m1fn, f8e8m0fnu, and bf16, which numpy also calls kind 'V'), computes a few ops in that type (arithmetic,
 bitwise ops, compares and selects, data movement, max/min reductions, a dot, a
 conversion to another narrow type) with fresh operands of the type, and converts the
 result back to a wide type for the pool. The rest of the generator never sees a narrow
@@ -31,7 +31,8 @@ SUB_BYTE = [np.dtype(t) for t in (ml_dtypes.int2, ml_dtypes.int4, ml_dtypes.uint
 NARROW_FLOATS = [np.dtype(t) for t in (
     ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3b11fnuz,
     ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e4m3,
-    ml_dtypes.float8_e3m4, ml_dtypes.float4_e2m1fn, ml_dtypes.float8_e8m0fnu)]
+    ml_dtypes.float8_e3m4, ml_dtypes.float4_e2m1fn, ml_dtypes.float8_e8m0fnu,
+    ml_dtypes.bfloat16)]
 BACK_LIMIT = 4096.0  # the converted-back value is clamped to this (f8e8m0fnu reaches 2^127)
 # Above this bound an f32 sum of products of multiples of 2^-6 may round (24 bits).
 DOT_LIMIT = 2.0**17
