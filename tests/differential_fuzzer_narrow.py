@@ -1,11 +1,12 @@
 """The differential fuzzer's narrow element types, a mixin of differential_fuzzer.Generator.
 
 `g_narrow` converts a pool value to a sub-byte integer (s2, s4, u2, u4) or a narrow float
-(the f8 types, f4e2m1fn, f8e8m0fnu, and bf16, which numpy also calls kind 'V'), computes a few ops in that type (arithmetic,
-bitwise ops, compares and selects, data movement, max/min reductions, a dot, a
-conversion to another narrow type) with fresh operands of the type, and converts the
-result back to a wide type for the pool. The rest of the generator never sees a narrow
-value: numpy calls their dtypes kind 'V', which its exactness rules do not know.
+(the f8 types, f4e2m1fn, f8e8m0fnu, and bf16, which numpy also calls kind 'V'),
+computes a few ops in that type (arithmetic, bitwise ops, compares and selects, data
+movement, max/min reductions, a dot, a conversion to another narrow type) with fresh
+operands of the type, and converts the result back to a wide type for the pool. The
+rest of the generator never sees a narrow value: numpy calls their dtypes kind 'V',
+which its exactness rules do not know.
 
 Every result is determined bit for bit (docs/numerics.md): the narrow floats compute in
 f32 and round once per op, so only ops whose f32 result is exact before that rounding are
