@@ -22,28 +22,24 @@ from xlamlir.lowering import pipeline as pipeline_module
 from xlamlir.lowering.passes.masked_stores import partial_masked_stores_by_lane
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-_TYPES = {np.dtype(np.uint8): xm.U8, np.dtype(np.int8): xm.S8, np.dtype(np.uint16): xm.U16,
-          np.dtype(np.int16): xm.S16, np.dtype(np.int32): xm.S32, np.dtype(np.float16): xm.F16,
-          BF16: xm.BF16, np.dtype(np.float32): xm.F32, np.dtype(np.int64): xm.S64}
-
 
 def _reduce_rows(dtype: np.dtype, shape: tuple[int, ...], dims: tuple[int, ...]) -> xm.XlaComputation:
     b = xm.XlaBuilder("reduce")
-    p = b.parameter(0, xm.Shape.array(_TYPES[dtype], shape))
+    p = b.parameter(0, xm.Shape.array(xm.type_of(dtype), shape))
     b.reduce(p, b.constant(np.zeros((), dtype)), lambda u, v: u + v, dims)
     return b.build()
 
 
 def _convert(source: np.dtype, dtype: np.dtype, n: int) -> xm.XlaComputation:
     b = xm.XlaBuilder("convert")
-    p = b.parameter(0, xm.Shape.array(_TYPES[source], (n,)))
-    b.convert_element_type(p, _TYPES[dtype])
+    p = b.parameter(0, xm.Shape.array(xm.type_of(source), (n,)))
+    b.convert_element_type(p, xm.type_of(dtype))
     return b.build()
 
 
 def _sort_rows(dtype: np.dtype, shape: tuple[int, ...]) -> xm.XlaComputation:
     b = xm.XlaBuilder("sort")
-    b.sort(b.parameter(0, xm.Shape.array(_TYPES[dtype], shape)), dimension=1)
+    b.sort(b.parameter(0, xm.Shape.array(xm.type_of(dtype), shape)), dimension=1)
     return b.build()
 
 

@@ -152,13 +152,12 @@ def test_every_target_cpu(target: str) -> None:
 def test_a_partial_last_tile_of_a_partial_group(target: str, dtype: type, n: int) -> None:
     # Differential fuzzer seed 1010541: the last partial tile's masked stores of 8/16-bit
     # values came out of the x86-64-v4 code as a 4-byte store of row 0's i32 key, zeroing
-    # row 1's first places (and past a buffer's end for its last row). Its places are now
-    # written element by element from the key buffer; every target, the same bits.
+    # row 1's first places (and past a buffer's end for its last row): LLVM issue #179489,
+    # kept out for every op by lowering/passes/masked_stores.py; every target, the same bits.
     rng = np.random.default_rng(n)
     x = rng.integers(0, 11, (4, n)).astype(dtype)
-    t = {np.uint8: xm.U8, np.uint16: xm.U16, np.int8: xm.S8, np.float16: xm.F16}[dtype]
     b = xm.XlaBuilder("tail_rows")
-    b.sort(b.parameter(0, xm.Shape.array(t, (4, n))), dimension=1)
+    b.sort(b.parameter(0, xm.Shape.array(xm.type_of(dtype), (4, n))), dimension=1)
     exe = compile_for(b.build(), target)
     got = exe(x)
     np.testing.assert_array_equal(got, np.sort(x, axis=1))

@@ -261,23 +261,7 @@ def network_rows(inputs: Sequence[ir.Value], types: Sequence[PrimitiveType], dim
                                                 at[:-1] + [to, i0], row_map, [False])
                 return [out]
 
-            # Whole tiles as vectors; the places of a last partial one element by element,
-            # loaded from the buffer: its masked vector stores of 8/16-bit values came out
-            # of LLVM's AVX-512 code (x86-64-v4) as a 4-byte store of row 0's i32 key,
-            # over the next row's first places (differential fuzzer seed 1010541).
-            out = for_range(0, n // lanes, outs, write)[0]
-            if n % lanes:
-                def tail_row(lane: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
-                    def place(i: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
-                        key = memref.load(buffer, [i, lane])
-                        if width > key_bits(key_type):
-                            key = arith.trunci(key_vtype.element_type, key)
-                        value = decode(key)
-                        return [tensor.insert(value, carried[0], at[:-1] + [lane, i])]
-
-                    return for_range(n - n % lanes, n, carried, place)
-
-                out = for_range(0, live, [out], tail_row)[0]
+            out = for_range(0, tiles, outs, write)[0]
             if nan_last:
                 # One loop over the lanes (not one per lane: bufferization's analysis of
                 # many chained loops writing one tensor took minutes).

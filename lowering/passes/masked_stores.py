@@ -101,8 +101,7 @@ def _by_lane(store: Any) -> None:
                 ir.Type.parse("!llvm.ptr"), pointer, [index],
                 ir.DenseI32ArrayAttr.get([_DYNAMIC_INDEX]), ir.TypeAttr.get(element),
                 llvm.GEPNoWrapFlags.inbounds)
-            element_bytes = max(1, _width(element) // 8)
-            llvm.StoreOp(scalar, address, alignment=min(alignment, element_bytes))
+            llvm.StoreOp(scalar, address, alignment=min(alignment, element.width // 8))
             llvm.BrOp([], step)
         with ir.InsertionPoint(step):
             one = llvm.ConstantOp(i64, ir.IntegerAttr.get(i64, 1)).result
@@ -112,12 +111,6 @@ def _by_lane(store: Any) -> None:
             # Not vectorized again: the loop vectorizer would make a masked store of it.
             llvm.CondBrOp(last, [], [following], done, lane, loop_annotation=_not_vectorized())
     store.erase()
-
-
-def _width(element: ir.Type) -> int:
-    if isinstance(element, ir.IntegerType):
-        return element.width
-    return 16  # f16, bf16
 
 
 def _not_vectorized() -> ir.Attribute:
